@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
 from functools import partial
 
 import click
@@ -14,6 +15,7 @@ from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
+from .json_output import emit, recorded_warnings
 
 
 @click.command()
@@ -37,15 +39,23 @@ from ..verification import verify
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
 @click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead, once the files are written: "
+              "the files, ops before and after, the loss, each parameter and its gradient, the optimizer, the notes "
+              "and the warnings (which stderr shows too).")
 @memory_options
 @optimizer_options
 def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, params, no_grad, extra_passes,
-            startup_out, no_verify, recompute, recompute_budget, accumulate, **optimizer_settings):
-    """Append the backward (training) ops of a forward program."""
+            startup_out, no_verify, as_json, recompute, recompute_budget, accumulate, **optimizer_settings):
+    """Append the backward (training) ops of a forward program.
+
+    Exit codes: 0 it wrote the program; 1 it could not (one 'gradc: error:' line on stderr, nothing written; with
+    --json, nothing on stdout); 2 a usage error."""
     if add_loss_kind and loss:
         raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
     if not add_loss_kind and (loss_of or label != "label"):
         raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
+    if as_json and is_stdout(output):
+        raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
     if optimizer is not None and "optimizer" in extra_passes:
@@ -55,43 +65,60 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
         startup_out = startup_out or _with_suffix(output, ".startup")
     for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
-    say = partial(click.echo, err=is_stdout(output))   # `-o /dev/stdout`: the program alone on stdout
-    prog = load(program)
-    if add_loss_kind:
-        marked = mark_parameters(prog.global_block)
-        if marked:
-            say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
-        loss = add_loss(prog, add_loss_kind, label, loss_of)
-        say(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
-    if train_mode or add_loss_kind:
-        _say_mode(prog, train_mode, say)
-    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
-    if optimizer is not None:
-        passes.append(OptimizerPass(optimizer))
-    results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
-    problems = [] if no_verify else verify(prog, output)
-    if problems:   # gradc's own output: a bug, reported before anything is written
-        raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
-                         f"skips this): {problems[0]}")
-    save(prog, output)
-    if updates:
-        save(results["optimizer"], startup_out)
-    pairs = results["backward"]
-    if not pairs:
-        warnings.warn("no parameter gets a gradient: each is stop_gradient, in the no-grad set (--no-grad), or on no "
-                      "path to the loss; training this program would change nothing", GradcWarning, stacklevel=2)
+    notes: list[str] = []
+    say = notes.append if as_json else partial(click.echo, err=is_stdout(output))   # -o /dev/stdout: the program only
+    with recorded_warnings() if as_json else nullcontext([]) as warned:
+        prog = load(program)
+        ops_before = prog.num_ops()
+        if add_loss_kind:
+            loss = _add_loss(prog, add_loss_kind, label, loss_of, say)
+        if train_mode or add_loss_kind:
+            _say_mode(prog, train_mode, say)
+        backward = BackwardPass(loss, list(params) or None, no_grad)
+        passes = [VerifyPass(), backward, *memory] + ([OptimizerPass(optimizer)] if optimizer is not None else [])
+        results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+        problems = [] if no_verify else verify(prog, output)
+        if problems:   # gradc's own output: a bug, reported before anything is written
+            raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
+                             f"skips this): {problems[0]}")
+        save(prog, output)
+        if updates:
+            save(results["optimizer"], startup_out)
+        pairs = results["backward"]
+        if not pairs:
+            warnings.warn("no parameter gets a gradient: each is stop_gradient, in the no-grad set (--no-grad), or on "
+                          "no path to the loss; training this program would change nothing", GradcWarning,
+                          stacklevel=2)
+    pass_results = {name: results[name] for name in [p.name for p in memory] + list(extra_passes)
+                    if results[name] is not None and name != "optimizer"}
+    optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
+    if as_json:
+        emit({"program": str(program), "output": str(output), "startup": str(startup_out) if updates else None,
+              "ops_before": ops_before, "ops_after": prog.num_ops(), "loss": backward.loss_used,
+              "parameters": [{"parameter": param, "gradient": grad} for param, grad in pairs],
+              "optimizer": optimizer_name, "passes": {name: str(result) for name, result in pass_results.items()},
+              "notes": notes, "warnings": warned})
+        return
     width = max([len(p) for p, _ in pairs] + [9])
     lines = [f"{'parameter':<{width}}  gradient"] + [f"{param:<{width}}  {grad}" for param, grad in pairs]
     say("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
-    for name in [p.name for p in memory] + list(extra_passes):
-        if results[name] is not None and name != "optimizer":
-            say(f"{name}: {results[name]}")
+    for name, result in pass_results.items():
+        say(f"{name}: {result}")
     say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
     if updates:
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
         more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
-        say(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate"
-                   f"{more})")
+        say(f"wrote {startup_out} (initialises the {optimizer_name} learning rate{more})")
+
+
+def _add_loss(prog, kind: str, label: str, loss_of: str | None, say) -> str:
+    """--add-loss: the parameters marked where the file marks none, and the loss appended; its name."""
+    marked = mark_parameters(prog.global_block)
+    if marked:
+        say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
+    loss = add_loss(prog, kind, label, loss_of)
+    say(f"added the loss {loss}: {kind} of {loss_of or 'the output'} against the input {label}")
+    return loss
 
 
 def _say_mode(prog, train_mode: bool, say) -> None:

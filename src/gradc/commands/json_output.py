@@ -1,11 +1,16 @@
-"""The --json output of gradc run, check, verify and diff: one JSON document, one line, on stdout, printed only once
-the command has all of it (an error leaves stdout empty); the schema is in docs/tools.md."""
+"""The --json output of gradc run, check, verify, diff, compile and precision: one JSON document, one line, on
+stdout, printed only once the command has all of it (an error leaves stdout empty); gradc train's is a stream of
+them (gradc.training.json_report). The schema is in docs/tools.md."""
 
 from __future__ import annotations
 
 import math
+import warnings
+from contextlib import contextmanager
 
 import click
+
+from ..errors import GradcNotice, GradcWarning
 
 
 def number(value):
@@ -26,3 +31,22 @@ def problem(message: str, block: int | None = None, op: int | None = None, op_ty
 def emit(document: dict) -> None:
     import json  # here: a command without --json imports no json module (tests/test_cli.py counts the imports)
     click.echo(json.dumps(document, allow_nan=False))
+
+
+@contextmanager
+def recorded_warnings():
+    """gradc's warnings and notes while the block runs, as {"kind": "warning" | "note", "message"} records in the
+    list it yields; each is still shown on stderr too, as without --json."""
+    records, show = [], warnings.showwarning
+
+    def record(message, category, *args, **kwargs):
+        if issubclass(category, GradcWarning):
+            kind = "note" if issubclass(category, GradcNotice) else "warning"
+            records.append({"kind": kind, "message": " ".join(str(message).split())})
+        show(message, category, *args, **kwargs)
+
+    warnings.showwarning = record
+    try:
+        yield records
+    finally:
+        warnings.showwarning = show

@@ -21,7 +21,7 @@ from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 from .json_output import emit
-from .run_reports import checked_document, dense_array, fetched, summary_line
+from .run_reports import checked_document, dense_array, fetched, precision_document, summary_line
 
 
 def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
@@ -178,14 +178,15 @@ def _program_and_values(startup_help: str):
                    "so a wrong gradient anywhere shows, for two forward runs a direction whatever the var's size.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: each var checked, and each "
-              "mismatch as a problem naming its var.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: the loss, each var checked, and "
+              "each mismatch as a problem naming its var.")
 def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol, as_json):
     """Check a program's compiled gradients against central differences, in float64.
 
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
     or the check could not run (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
     error."""
+    from ..backward import default_loss
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import is_training_op, updates_parameters
@@ -198,12 +199,13 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
     values = _initialised(startups)
     values.update(load_params(params, prog))
+    loss = loss or default_loss(prog)   # the pick compare_program would make, named here for --json (None: it says why)
     with naming_feed(feed):
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
     if as_json:
-        emit(checked_document(program, checks, rtol, atol))
+        emit(checked_document(program, loss, checks, rtol, atol))
         if any(c.mismatch is not None for c in checks):
             sys.exit(1)
         return
@@ -233,8 +235,13 @@ def _initialised(startups) -> dict:
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Ops to list.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of random ops without a seed of their own, the same in both runs.")
-def precision(program, feed, params, startups, top, seed):
-    """Find the ops where a float32, float16 or bfloat16 program loses precision, against its float64 run."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: eps, and each row's op index, "
+              "type, output, error, inputs, growth and own error.")
+def precision(program, feed, params, startups, top, seed, as_json):
+    """Find the ops where a float32, float16 or bfloat16 program loses precision, against its float64 run.
+
+    Exit codes: 0 it compared; 1 it could not (one 'gradc: error:' line on stderr; with --json, nothing on stdout);
+    2 a usage error."""
     from ..rounding_audit import audit
     prog, _, scope = _session(program, params, startups, False)
     feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
@@ -246,6 +253,9 @@ def precision(program, feed, params, startups, top, seed):
     if not rows:
         raise GradcError(f"'{program}': no op of block 0 outside control flow writes a float32, float16 or bfloat16 "
                          f"value that no other op overwrites: nothing to compare")
+    if as_json:
+        emit(precision_document(program, rows))
+        return
     width, kind = max(len(row.var) for row in rows), max(len(row.type) for row in rows)
     click.echo(f"{'op':>5}  {'type':<{kind}}  {'output':<{width}}  {'error':>8}  {'inputs':>8}  {'growth':>8}  "
                f"{'own':>8}")

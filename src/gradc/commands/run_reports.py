@@ -1,5 +1,6 @@
-"""What `gradc run` says about each fetched value (a line of text, or with --json its fields), and the document of
-`gradc check --json`. The values themselves are not printed (a tensor may hold millions): --out writes them."""
+"""What `gradc run` says about each fetched value (a line of text, or with --json its fields), and the documents of
+`gradc check --json` and `gradc precision --json`. The values themselves are not printed (a tensor may hold
+millions): --out writes them."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def fetched(name: str, value) -> dict:
     return record
 
 
-def checked_document(program: str, checks, rtol: float, atol: float) -> dict:
+def checked_document(program: str, loss: str, checks, rtol: float, atol: float) -> dict:
     """`gradc check --json`: each var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
     variables, problems = [], []
     for c in checks:
@@ -60,5 +61,14 @@ def checked_document(program: str, checks, rtol: float, atol: float) -> dict:
             problems.append(problem(f"the gradient of '{c.var}' differs from central differences {where}: "
                                     f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}", var=c.var))
         variables.append(record)
-    return {"program": str(program), "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables,
+    return {"program": str(program), "loss": loss, "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables,
             "problems": problems}
+
+
+def precision_document(program: str, rows) -> dict:
+    """`gradc precision --json`: the rows (rounding_audit.OpRounding), worst first, and the eps the text quotes (the
+    first row's; each row has its output's own, which differs in a program mixing float16 and float32)."""
+    return {"program": str(program), "eps": rows[0].eps,
+            "rows": [{"op": row.index, "type": row.type, "output": row.var, "error": number(float(row.error)),
+                      "inputs": number(float(row.inputs)), "growth": number(float(row.growth)),
+                      "own": None if row.own is None else number(float(row.own)), "eps": row.eps} for row in rows]}

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import GradcError, Interrupted
-from ..io import check_writable, load
+from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, load_params
@@ -19,6 +19,7 @@ from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
 from .run import STRICT_PARAMS
+from .train_report import JsonLinesReporter
 
 
 @click.command()
@@ -72,11 +73,17 @@ from .run import STRICT_PARAMS
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), metavar="RATE",
               help="The learning rate of every step instead of the one compiled in (what --lr-schedule RATE writes).")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead: an object per logged step (as "
+              "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
+              "where it saved.")
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
           early_stop, monitor, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
-          save_params, plot, lr_schedule, lr, lr_var, strict_params):
-    """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
+          save_params, plot, lr_schedule, lr, lr_var, as_json, strict_params):
+    """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
+
+    Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
+    step and epoch lines before the error and no "end" line); 2 a usage error; 130 interrupted (Ctrl-C)."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if lr is not None:   # compile takes --lr, so a user gives train one too
@@ -100,6 +107,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     for path in (save_params, plot):
         if path:
             check_writable(path)
+            if as_json and is_stdout(path):
+                raise click.UsageError(f"--json and {path}: both would write to stdout; give a file")
     if save_params:
         check_params_path(save_params)
     if plot:
@@ -121,20 +130,26 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
                        program)
+    log = log_every or (1 if feed is not None else 10)
+    reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log)
     try:
         history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                               steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
-                              monitor=monitor, reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
+                              monitor=monitor, reporter=reporter)
     except Stopped as stop:
         kept = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         raise Interrupted(kept) from None
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)
-        click.echo(f"wrote {save_params} ({len(names)} model parameters)")
+        if not as_json:
+            click.echo(f"wrote {save_params} ({len(names)} model parameters)")
     if plot:
         plot_history(history, plot)
-        click.echo(f"wrote {plot}")
+        if not as_json:
+            click.echo(f"wrote {plot}")
+    if as_json:
+        reporter.emit_end(save_params, plot, checkpoint_dir or resume)
 
 
 def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpoint_dir, save_params) -> str:

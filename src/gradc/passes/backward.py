@@ -35,6 +35,7 @@ class BackwardPass(Pass):
         self.loss = loss
         self.parameter_list = list(parameter_list) if parameter_list is not None else None
         self.no_grad_set = set(no_grad_set or ())
+        self.loss_used: str | None = None   # the loss given, or the one apply picked
 
     def requires(self, program: Program) -> None:
         refusal = refuses_again(program, self.loss)
@@ -42,7 +43,8 @@ class BackwardPass(Pass):
             raise self.fail(refusal)
 
     def apply(self, program: Program) -> list[tuple[str, str]]:
-        return append_backward(program, self.loss, self.parameter_list, self.no_grad_set)
+        self.loss_used = self.loss or default_loss(program)   # gradc compile --json names it (None: the error says why)
+        return append_backward(program, self.loss_used, self.parameter_list, self.no_grad_set)
 
     def ensures(self, program: Program) -> None:
         """Every grad a backward op reads was written before it, or is a forward value."""
