@@ -1,8 +1,6 @@
 """--json of gradc run, check, verify and diff: one strict JSON document on stdout, field by field, on a good
 program, on one with problems, and on bad input (stdout empty, one `gradc: error:` line, exit 1; 2 for usage)."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -11,27 +9,10 @@ from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.executor import KERNELS
 from gradc.verification import problem_fields
+from json_checks import document, refused
 
 MLP = DATA / "mlp"
 GIVEN = ("--feed", MLP / "feed.npz", "--params", MLP / "params.npz")
-
-
-def _refuse(constant):
-    raise ValueError(f"{constant} is not strict JSON")
-
-
-def document(done, code: int = 0) -> dict:
-    assert done.returncode == code, done.stderr
-    assert done.stderr == "" and len(done.stdout.splitlines()) == 1, (done.stdout, done.stderr)
-    return json.loads(done.stdout, parse_constant=_refuse)   # NaN or Infinity would be refused
-
-
-def refused(done, code: int = 1) -> str:
-    """Bad input: nothing on stdout, one error line on stderr."""
-    assert (done.returncode, done.stdout) == (code, ""), (done.stdout, done.stderr)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gradc: error: "), done.stderr
-    return lines[0]
 
 
 def test_run_json_gives_each_fetched_var_and_where_out_wrote(tmp_path):
@@ -84,7 +65,8 @@ def test_run_json_of_bad_input_prints_nothing_and_writes_nothing(tmp_path):
 
 def test_check_json_lists_every_var_it_compared():
     doc = document(gradc_cli("check", MLP / "forward.pb", *GIVEN, "--json"))
-    assert (doc["program"], doc["ok"], doc["problems"]) == (str(MLP / "forward.pb"), True, [])
+    assert (doc["program"], doc["loss"], doc["ok"], doc["problems"]) == (str(MLP / "forward.pb"), "mean_0.tmp_0",
+                                                                         True, [])
     assert (doc["rtol"], doc["atol"]) == (1e-5, 1e-7)
     assert [(v["var"], v["size"], v["checked"], v["ok"], v["mismatch"]) for v in doc["vars"]] == [
         ("fc_0.b_0", 32, 20, True, None), ("fc_0.w_0", 512, 20, True, None), ("fc_1.b_0", 10, 10, True, None),
