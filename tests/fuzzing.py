@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from fuzzing_json import json_scenarios, json_verdict
 from fuzzing_mutations import declared_shapes, mutate_bytes, mutate_npz, mutate_program
 from fuzzing_pir import mutate_pir, pir_scenarios
 
@@ -109,7 +110,7 @@ def scenarios() -> tuple[Case, ...]:
     export = {name: _read(DATA / "export" / name) for name in ("model.pdmodel", "model.pdiparams")}
     cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--input", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
-    cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
+    cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA) + json_scenarios(DATA)]
     return tuple(cases + row_scenarios())
 
 
@@ -262,7 +263,7 @@ def verdict(case: Case, outcome: Outcome) -> str:
         return "crash" if "Traceback" not in outcome.stderr else "traceback"
     if "Traceback" in outcome.stderr:
         return "traceback"
-    if "--json" in case.args and (judged := _json_verdict(outcome, lines)):
+    if "--json" in case.args and (judged := json_verdict(case.args, outcome.code, outcome.stdout, lines)):
         return judged
     if outcome.code == 0:
         return "accepted_invalid" if case.must_fail else "ok"
@@ -275,26 +276,6 @@ def verdict(case: Case, outcome: Outcome) -> str:
     if outcome.output_written:
         return "partial_output"
     return "error"
-
-
-def _json_verdict(outcome: Outcome, lines: list[str]) -> str | None:
-    """--json: after an error stdout is empty; else it is one strict JSON object, and an exit 1 without an error
-    line is its verdict (problems, differences). None: judged as any other outcome."""
-    if any(line.startswith(("gradc: error:", "gradc: internal error:")) for line in lines):
-        return "partial_output" if outcome.stdout else None
-    try:
-        document = json.loads(outcome.stdout, parse_constant=_not_strict)
-    except ValueError:
-        return "bad_json"
-    if outcome.stdout.count("\n") != 1 or not isinstance(document, dict):
-        return "bad_json"
-    if outcome.code == 1:
-        return "ok" if document.get("ok", document.get("same")) is False else "bad_json"
-    return None
-
-
-def _not_strict(constant: str):
-    raise ValueError(f"{constant} is not strict JSON")
 
 
 def cause(outcome: Outcome) -> str:

@@ -49,6 +49,19 @@ def test_the_json_verdicts_can_fail(code, stderr, stdout, expected):
     assert fuzzing.verdict(case, fuzzing.Outcome(code, stderr, 0.1, False, stdout=stdout)) == expected
 
 
+STEP, END = '{"event": "step", "step": 1}\n', '{"event": "end", "steps": 1}\n'
+
+
+@pytest.mark.parametrize("code, stderr, stdout, expected", [
+    (0, "", STEP + END, "ok"), (0, "", STEP, "bad_json"), (0, "", END + STEP, "bad_json"), (0, "", "", "bad_json"),
+    (1, "gradc: error: step 2: NaN", STEP, "error"), (1, "gradc: error: bad file", "", "error"),
+    (1, "gradc: error: cannot write", STEP + END, "partial_output"), (0, "", '{"loss": NaN}\n' + END, "bad_json")])
+def test_the_json_lines_verdicts_of_train_can_fail(code, stderr, stdout, expected):
+    """train --json: strict JSON lines ending in its "end" object; after an error the lines so far and no end."""
+    case = fuzzing.Case({}, ["train", "train.pb", "--json"])
+    assert fuzzing.verdict(case, fuzzing.Outcome(code, stderr, 0.1, False, stdout=stdout)) == expected
+
+
 @pytest.mark.parametrize("kind", fuzzing_pir.KINDS)
 def test_every_pir_mutation_loads_or_is_refused_in_one_error(kind, monkeypatch):
     """Each JSON-level mutation of a PIR program (control flow and the fused rnn included) gives a program
