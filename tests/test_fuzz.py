@@ -109,3 +109,19 @@ def test_a_mutated_op_of_the_hooked_rows_loads_or_is_refused_in_one_error(case):
             train_and_run(load_pir(json.dumps(doc).encode()), case)
         except gradc.GradcError as error:
             assert "\n" not in str(error).strip(), label
+
+
+def test_train_data_of_a_classifier_without_its_scores_is_one_error(tmp_path):
+    """Found by the train --json scenarios: the labels' check before the first step indexed the empty Logits slot."""
+    from cli_inprocess import gradc_cli
+
+    sgd = fuzzing.DATA / "train_sgd"
+    program = gradc.load(sgd / "train.pb")
+    loss_op = next(op for op in program.global_block.ops if op.type == "softmax_with_cross_entropy")
+    loss_op.inputs["Logits"] = []
+    gradc.save(program, tmp_path / "train.pb")
+    done = gradc_cli("train", tmp_path / "train.pb", "--startup", sgd / "startup.pb", "--data", sgd / "feed.npz",
+                     "--batch-size", "8", "--json")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [f"gradc: error: data '{sgd / 'feed.npz'}', step 1 (epoch 1, batch 1): block 0, "
+                                        "op 5 (softmax_with_cross_entropy): the required input slot 'Logits' is empty"]

@@ -37,8 +37,8 @@ def classifiers(program: Program) -> list[Classifier]:
     """The hard-label classification losses of block 0, in order."""
     block, found = program.global_block, []
     for index, op in enumerate(block.ops):
-        if op.type not in CLASS_LOSSES or not op.input("Label"):
-            continue
+        if op.type not in CLASS_LOSSES or not op.input("Label") or not op.input(CLASS_LOSSES[op.type][0]):
+            continue   # an op without its scores: the run names the empty slot
         opdef = registry.get(op.type)
         attrs = {**(opdef.attrs if opdef is not None else {}), **op.attrs}
         if attrs.get("soft_label"):
