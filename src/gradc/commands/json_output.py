@@ -1,6 +1,6 @@
 """The --json output of gradc run, check, verify, diff, compile and precision: one JSON document, one line, on
 stdout, printed only once the command has all of it (an error leaves stdout empty); gradc train's is a stream of
-them (gradc.training.json_report). The schema is in docs/tools.md."""
+them (train_report.py). The schema is in docs/tools.md."""
 
 from __future__ import annotations
 
