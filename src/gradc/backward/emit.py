@@ -102,8 +102,13 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             prepare_forward(job.forward_block, idx, fwd, opdef)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape, block, earlier,
                                              has_grad)
+            grad_ops = []
             try:
-                grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+                for grad_op in opdef.grad(context):
+                    outputs = grad_op.output_names()
+                    if any(outputs):   # a grad op that writes no wanted grad is dropped
+                        grad_ops.append(grad_op)
+                        written.update(outputs)   # before append renames a second writer's output
             except IndexError:
                 _check_outputs_present(job, idx, opdef)
                 raise
@@ -114,7 +119,6 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             if stale_reads:
                 versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
-                written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for args in fwd.outputs.values():
