@@ -168,20 +168,22 @@ class GradOp:
         return self.grad_type or f"{opdef.type}_grad"
 
     def _layout(self, opdef: OpDef) -> _Layout:
-        """The grad op's slots for this definition, worked out once per op type."""
-        layout = self._layouts.get(opdef.type)
-        if layout is None or layout.opdef is not opdef:   # a definition registered again gets its own
-            layout = self._layouts[opdef.type] = _Layout(
-                opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
-                tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
-                tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
+        """The grad op's slots for this definition, worked out once per op type (__call__ looks it up in _layouts
+        first; a definition registered again gets its own)."""
+        layout = self._layouts[opdef.type] = _Layout(
+            opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
+            tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
+            tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
         """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
         makes most of a backward's ops."""
-        fwd, grad_of, wants = g.fwd, g.grad_of, g._wants_grad
-        _, grad_type, uses, output_grads, input_grads = self._layout(g.opdef)
+        fwd, grad_of, wants, opdef = g.fwd, g.grad_of, g._wants_grad, g.opdef
+        layout = self._layouts.get(opdef.type)
+        if layout is None or layout.opdef is not opdef:
+            layout = self._layout(opdef)
+        _, grad_type, uses, output_grads, input_grads = layout
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
         inputs = {}
         for slot, is_input in uses:
@@ -199,7 +201,7 @@ class GradOp:
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs = grad_type, inputs, outputs
-        (op.attrs, op.attr_types), op.var_attrs = with_defaults(fwd, g.opdef), fwd.var_attrs
+        (op.attrs, op.attr_types), op.var_attrs = with_defaults(fwd, opdef), fwd.var_attrs
         op.is_target, op.repeated_attrs = None, []
         return [op]
 
