@@ -43,6 +43,10 @@ def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
                 last_writer[name] = op
     for param, grad in sorted(pairs):
         writer = last_writer.get(grad)
-        if writer is not None:
-            roles = list(writer.attrs.get("op_role_var") or [])
-            writer.set_attr("op_role_var", roles + [param, grad], AttrType.STRINGS)
+        if writer is None:
+            continue
+        value = [*(writer.attrs.get("op_role_var") or ()), param, grad]
+        if writer.var_attrs:   # an attribute named as a var: set_attr keeps the op's list of them right
+            writer.set_attr("op_role_var", value, _STRINGS)
+        else:   # a STRINGS value is stored as given: set_attr's work without its calls per parameter
+            writer.attrs["op_role_var"], writer.attr_types["op_role_var"] = value, _STRINGS
