@@ -44,9 +44,19 @@ class Versions:
         writes = self._writes.get(block.idx)
         if writes is None:
             writes = self._writes[block.idx] = {}
-            used: set[str] = set()
-            rewritten = self._rewritten[block.idx] = set()
             for idx, op in enumerate(block.ops):
+                for args in op.outputs.values():
+                    for name in args:
+                        writes[name] = (writes.get(name, (idx,))[0], idx)
+        return writes
+
+    def rewritten(self, block: Block) -> set[str]:
+        """The names an op of ``block`` writes after an earlier op of it used (read or wrote) them."""
+        rewritten = self._rewritten.get(block.idx)
+        if rewritten is None:
+            rewritten = self._rewritten[block.idx] = set()
+            used: set[str] = set()
+            for op in block.ops:
                 for args in op.inputs.values():   # op.input_names() without building its list
                     used.update(args)
                 if op.var_attrs:
@@ -56,8 +66,7 @@ class Versions:
                         if name in used:
                             rewritten.add(name)
                         used.add(name)
-                        writes[name] = (writes.get(name, (idx,))[0], idx)
-        return writes
+        return rewritten
 
     def in_place(self, block: Block) -> set[str]:
         names = self._in_place.get(block.idx)
@@ -95,10 +104,7 @@ class Versions:
         """Whether a grad op of ``block`` may read a name that no longer holds its forward value (else ``reading``
         has nothing to do): in a block no control-flow op runs, a name holds its last write, so only one written
         after a use can be."""
-        if block.idx in self.owner:
-            return True
-        self.writes(block)   # finds the names written after a use, once per block
-        return bool(self._rewritten[block.idx])
+        return block.idx in self.owner or bool(self.rewritten(block))
 
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
         """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values (the
