@@ -177,9 +177,12 @@ class GradOp:
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
+        return self.grad_ops(g.fwd, g.opdef, g.grad_of, g._wants_grad)
+
+    def grad_ops(self, fwd: OpDesc, opdef: OpDef, grad_of: Callable[[str], str],
+                 wants: Callable[[str], bool]) -> list[OpDesc]:
         """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
-        makes most of a backward's ops."""
-        fwd, grad_of, wants, opdef = g.fwd, g.grad_of, g._wants_grad, g.opdef
+        makes most of a backward's ops (the backward calls it without a GradContext)."""
         layout = self._layouts.get(opdef.type)
         if layout is None or layout.opdef is not opdef:
             layout = self._layout(opdef)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import registry
 from ..errors import GradError, op_location
 from ..ir import GRAD_SUFFIX, OpDesc
+from ..makers import GradOp
 from . import control_flow
 from .accumulate import GradAccumulator
 from .job import BlockBackward
@@ -100,11 +101,15 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         written = set()
         if idx in on_path:
             prepare_forward(job.forward_block, idx, fwd, opdef)
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape, block, earlier,
-                                             has_grad)
+            maker = opdef.grad
             grad_ops = []
             try:
-                for grad_op in opdef.grad(context):
+                if type(maker) is GradOp:   # the default maker (most ops) reads no more than these: no context
+                    made = maker.grad_ops(fwd, opdef, grad_of, wants)
+                else:
+                    made = maker(registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
+                                                      block, earlier, has_grad))
+                for grad_op in made:
                     outputs = grad_op.output_names()
                     if any(outputs):   # a grad op that writes no wanted grad is dropped
                         grad_ops.append(grad_op)
