@@ -90,6 +90,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     for seed in job.seeds:
         append(seed)
     wants = path.wants_grad.__contains__
+    names.name_all(path.wants_grad)
     on_path = set(path.op_indices)
     stale_reads = versions.may_be_stale(job.forward_block)
     earlier = Earlier(job)

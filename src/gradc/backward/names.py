@@ -10,6 +10,7 @@ backward block declares ``x@GRAD`` by Paddle's protocol (the grad it hands to in
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..ir import GRAD_SUFFIX, Program
 from ..ops.pylayer import user_backward_blocks
@@ -31,6 +32,15 @@ class GradNames(dict):
             name, count = f"{var}{GRAD_SUFFIX}@{count}", count + 1
         self[var] = name
         return name
+
+    def name_all(self, variables: Iterable[str]) -> None:
+        """Name the grads of ``variables`` in one loop rather than a __missing__ call each (a backward names thousands);
+        a name already taken is left to __missing__."""
+        taken = self.taken
+        for var in variables:
+            name = var + GRAD_SUFFIX
+            if name not in taken and var not in self:
+                self[var] = name
 
     __call__ = dict.__getitem__   # the backward names grads per op: no Python-level call once a name is made
 
