@@ -197,8 +197,7 @@ class GradOp:
         for slot, grad_slot in input_grads:
             args = forward_inputs.get(slot, ())
             if len(args) == 1:   # most slots hold one var: its grad or nothing, without a comprehension's frame
-                grad = grad_of(args[0]) if wants(args[0]) else EMPTY_VAR
-                outputs[grad_slot] = [grad] if grad != EMPTY_VAR else []
+                outputs[grad_slot] = [grad_of(args[0])] if wants(args[0]) else []
                 continue
             grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in args]
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
