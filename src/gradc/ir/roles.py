@@ -36,11 +36,7 @@ def set_roles(ops, role: int) -> None:
 
 def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
     """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
-    last_writer: dict[str, OpDesc] = {}
-    for op in ops:
-        for args in op.outputs.values():   # op.output_names() without building its list
-            for name in args:
-                last_writer[name] = op
+    last_writer = {name: op for op in ops for args in op.outputs.values() for name in args}
     for param, grad in sorted(pairs):
         writer = last_writer.get(grad)
         if writer is None:
