@@ -84,17 +84,6 @@ def test_bad_npz(tmp_path):
     assert_clean_failure(gradc("run", MLP / "forward.pb", "--feed", bad), "cannot read feed")
 
 
-def test_npz_with_an_encrypted_member(tmp_path):
-    """A zip member flagged encrypted made zipfile ask for a password: an internal error (found by the fuzzer)."""
-    np.savez(tmp_path / "feed.npz", x=np.ones((32, 16), np.float32))
-    data = bytearray((tmp_path / "feed.npz").read_bytes())
-    for header, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):   # the local and the central header's flags
-        data[data.index(header) + flags] |= 0x1
-    (tmp_path / "feed.npz").write_bytes(bytes(data))
-    assert_clean_failure(gradc("run", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed",
-                               tmp_path / "feed.npz"), "array 'x.npy': the member is encrypted")
-
-
 def test_missing_file():
     assert_clean_failure(gradc_process("show", "/nonexistent/program.pb"), "cannot read")
 
@@ -229,31 +218,6 @@ def test_ops_describes_one_op():
     unknown = gradc("ops", "no_such_op")
     assert unknown.returncode == 1 and unknown.stderr.strip() == (
         "gradc: error: no op 'no_such_op' is registered (gradc ops lists them)")
-
-
-def test_ops_shows_what_a_composite_maker_emits():
-    """A maker that asks for temporaries shaped or typed otherwise than the var they are like (dims=, dtype=) is
-    shown by its ops too (it said "the maker needs a real program (TypeError: ...)" before), each temporary named
-    after the var it is like."""
-    shown = gradc("ops", "cholesky_solve_grad")
-    assert shown.returncode == 0 and "needs a real program" not in shown.stdout
-    assert "grad: x.tmp1 = cholesky_solve(X=out@GRAD, Y=y)" in shown.stdout
-    assert "y.tmp14 = reduce_as(x=x.tmp13, target=y)" in shown.stdout
-
-
-def test_ops_shows_a_maker_that_reads_shapes_on_sample_vars():
-    """A maker that reads its vars' shapes (std's second derivative counts elements) is shown on sample vars of a
-    rank it takes, and says so; one that needs more than shapes (a loop's block) says why without an exception."""
-    shown = gradc("ops", "std_grad")
-    assert shown.returncode == 0 and "needs a real program" not in shown.stdout
-    assert "(for sample vars of rank 2: the maker reads their shapes)" in shown.stdout
-    assert "x.tmp8 = reduce_mean(X=x)" in shown.stdout
-    sparse = gradc("ops", "sparse_mv")   # its maker declares temporaries and reads their var types
-    assert sparse.returncode == 0 and "x.tmp1 = sparse_to_dense(x=x)" in sparse.stdout
-    loop = gradc("ops", "while_grad")   # differentiates its loop's block: no sample has one
-    assert loop.returncode == 0
-    assert "the maker needs a real program: it reads shapes or vars that sample inputs of rank 2, 3, 4, 1 do not " \
-           "give" in loop.stdout and "Error" not in loop.stdout
 
 
 PIR = DATA / "pir"

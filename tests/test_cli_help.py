@@ -82,3 +82,28 @@ def test_docs_ops_md_is_current(tmp_path):
     assert made.returncode == 0, made.stderr
     assert out.read_text() == (ROOT / "docs" / "ops.md").read_text(), (
         "docs/ops.md is stale: run `gradc ops --markdown docs/ops.md` and commit it")
+
+
+def test_ops_shows_what_a_composite_maker_emits():
+    """A maker that asks for temporaries shaped or typed otherwise than the var they are like (dims=, dtype=) is
+    shown by its ops too (it said "the maker needs a real program (TypeError: ...)" before), each temporary named
+    after the var it is like."""
+    shown = gradc_cli("ops", "cholesky_solve_grad")
+    assert shown.returncode == 0 and "needs a real program" not in shown.stdout
+    assert "grad: x.tmp1 = cholesky_solve(X=out@GRAD, Y=y)" in shown.stdout
+    assert "y.tmp14 = reduce_as(x=x.tmp13, target=y)" in shown.stdout
+
+
+def test_ops_shows_a_maker_that_reads_shapes_on_sample_vars():
+    """A maker that reads its vars' shapes (std's second derivative counts elements) is shown on sample vars of a
+    rank it takes, and says so; one that needs more than shapes (a loop's block) says why without an exception."""
+    shown = gradc_cli("ops", "std_grad")
+    assert shown.returncode == 0 and "needs a real program" not in shown.stdout
+    assert "(for sample vars of rank 2: the maker reads their shapes)" in shown.stdout
+    assert "x.tmp8 = reduce_mean(X=x)" in shown.stdout
+    sparse = gradc_cli("ops", "sparse_mv")   # its maker declares temporaries and reads their var types
+    assert sparse.returncode == 0 and "x.tmp1 = sparse_to_dense(x=x)" in sparse.stdout
+    loop = gradc_cli("ops", "while_grad")   # differentiates its loop's block: no sample has one
+    assert loop.returncode == 0
+    assert "the maker needs a real program: it reads shapes or vars that sample inputs of rank 2, 3, 4, 1 do not " \
+           "give" in loop.stdout and "Error" not in loop.stdout

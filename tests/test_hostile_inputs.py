@@ -228,3 +228,14 @@ def test_an_emptied_required_output_slot_is_refused_before_the_backward(tmp_path
                          "required output slot 'Softmax' is empty")
     gradc.save(gradc.load(tmp_path / "cut.pb"), tmp_path / "ran.pb")   # still a program that runs forward
     assert not (tmp_path / "out.pb").exists()
+
+
+def test_npz_with_an_encrypted_member(tmp_path):
+    """A zip member flagged encrypted made zipfile ask for a password: an internal error (found by the fuzzer)."""
+    np.savez(tmp_path / "feed.npz", x=np.ones((32, 16), np.float32))
+    data = bytearray((tmp_path / "feed.npz").read_bytes())
+    for header, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):   # the local and the central header's flags
+        data[data.index(header) + flags] |= 0x1
+    (tmp_path / "feed.npz").write_bytes(bytes(data))
+    assert_clean_failure(run_gradc("run", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed",
+                               tmp_path / "feed.npz"), "array 'x.npy': the member is encrypted")
