@@ -3,10 +3,18 @@ grow without bound (gradc.gcpause), also when it froze its own heap first, which
 is freed by reference counting (a Block refers to its Program weakly), so compiling pays no full collection, and
 cyclic garbage made during pauses is still collected."""
 
+import copy
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+import gradc
+from gradc.errors import ProgramError
+from gradc.io import serialize
 
 SCRIPT = """
 import gc, json, sys
@@ -148,16 +156,25 @@ def test_cyclic_garbage_made_while_paused_is_still_collected():
 
 
 def test_a_block_kept_after_its_program_still_takes_vars_and_ops_and_says_what_is_gone():
-    import pytest
-
-    import gradc
-    from gradc.errors import ProgramError
     block = gradc.Program().global_block   # the program is dropped at once: blocks refer to it weakly
     block.create_var("x", [2])
     block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"scale": 2.0})
     assert block.find_var("x").shape == [2] and block.parent is None and [op.type for op in block.ops] == ["scale"]
-    with pytest.raises(ProgramError, match="block 0: its program was dropped; keep a reference to the Program"):
+    with pytest.raises(ProgramError, match="block 0 belongs to no program .its program was dropped, or the block"):
         _ = block.program
+
+
+def test_a_copied_or_unpickled_program_owns_its_blocks():
+    """Blocks refer to their program weakly: a deep copy or a pickle of a program relinks the copy's blocks to the
+    copy (a deep copy kept pointing at the original, and pickling failed on the weak reference)."""
+    program = gradc.load(Path(__file__).parent / "data" / "paddle" / "cond" / "forward.pb")
+    for copied in (copy.deepcopy(program), pickle.loads(pickle.dumps(program))):
+        assert serialize(copied) == serialize(program) and len(copied.blocks) == 3
+        assert all(block.program is copied for block in copied.blocks)
+        assert copied.blocks[1].parent is copied.global_block
+    alone = copy.deepcopy(program.blocks[1])
+    with pytest.raises(ProgramError, match="block 1 belongs to no program"):
+        _ = alone.parent
 
 
 def test_an_executed_program_is_freed_without_the_collector():

@@ -10,6 +10,10 @@ from .descs import OpDesc, VarDesc
 from .types import VarType
 
 
+def _no_program() -> None:   # a block copied or unpickled on its own: as if its program were dropped
+    return None
+
+
 class Block:
     """A block refers to its program weakly: a Program and its blocks form no reference cycle, so a dropped program
     is freed at once by reference counting instead of waiting for a full pass of the cyclic collector."""
@@ -31,8 +35,8 @@ class Block:
         program = self._program()
         if program is None:
             from ..errors import ProgramError
-            raise ProgramError(f"block {self.idx}: its program was dropped; keep a reference to the Program while "
-                               f"its blocks are used")
+            raise ProgramError(f"block {self.idx} belongs to no program (its program was dropped, or the block was "
+                               f"copied alone); keep a reference to the Program while its blocks are used")
         return program
 
     @property
@@ -91,6 +95,16 @@ class Block:
         self._changed()
         return op
 
+    def __getstate__(self) -> dict:
+        """Pickled and deep-copied without the link to its program (the Program restores it) or what an executor
+        derived from it."""
+        return {name: getattr(self, name) for name in ("idx", "parent_idx", "vars", "ops", "forward_block_idx")}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._program, self.derived = _no_program, None
+
     def _changed(self) -> None:
         program = self._program()
         if program is not None:   # a block kept after its program: nothing is cached on a program that is gone
@@ -115,6 +129,15 @@ class Program:
 
     def mark_changed(self) -> None:
         self.revision += 1
+
+    def __getstate__(self) -> dict:
+        return {name: getattr(self, name) for name in ("blocks", "version", "op_version_map", "revision")}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        for block in self.blocks:   # a copy's blocks belong to the copy
+            block._program = weakref.ref(self)
 
     @classmethod
     def empty(cls) -> Program:
