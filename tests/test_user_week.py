@@ -184,7 +184,7 @@ def test_check_takes_startup_programs_as_run_train_and_view_do():
     lines = done.stdout.strip().splitlines()
     assert [line.split()[0] for line in lines[:-1]] == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"]
     assert all(line.endswith(" ok") for line in lines[:-1])
-    assert lines[-1] == "4 var(s) checked: compiled gradients agree with central differences"
+    assert lines[-1] == "4 var(s) checked: compiled gradients agree with central differences (loss mean_0.tmp_0)"
 
 
 def test_view_of_a_training_program_without_its_startup_names_the_option(tmp_path):

@@ -219,7 +219,7 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
-    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
+    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences (loss {loss})")
 
 
 def _initialised(startups) -> dict:
