@@ -167,8 +167,8 @@ class GradOp:
     def type_for(self, opdef: OpDef) -> str:
         return self.grad_type or f"{opdef.type}_grad"
 
-    def _layout(self, opdef: OpDef) -> _Layout:
-        """The grad op's slots for this definition, worked out once per op type (__call__ looks it up in _layouts
+    def _new_layout(self, opdef: OpDef) -> _Layout:
+        """The grad op's slots for this definition, worked out once per op type (grad_ops looks it up in _layouts
         first; a definition registered again gets its own)."""
         layout = self._layouts[opdef.type] = _Layout(
             opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
@@ -185,7 +185,7 @@ class GradOp:
         makes most of a backward's ops (the backward calls it without a GradContext)."""
         layout = self._layouts.get(opdef.type)
         if layout is None or layout.opdef is not opdef:
-            layout = self._layout(opdef)
+            layout = self._new_layout(opdef)
         _, grad_type, uses, output_grads, input_grads = layout
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
         inputs = {}

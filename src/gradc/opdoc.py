@@ -9,6 +9,7 @@ import re
 
 from . import registry
 from .backward.control_flow import BlockGrad
+from .backward.vars import declare_like
 from .errors import GradcError
 from .ir import EMPTY_VAR, OpDesc, Program, grad_name
 from .opdef import OpDef, Slot
@@ -103,10 +104,7 @@ def _emitted(opdef: OpDef, fwd: OpDesc, block) -> list[OpDesc]:
         name = f"{stem}tmp{next(count)}"
         source = None if block is None or like is None else block.find_var(like)
         if source is not None:   # declared as the backward declares it: makers read their temporaries' vars
-            shape = list(source.shape) if dims is None else dims(list(source.shape))
-            block.add_var(source.copy(name)).shape = shape
-            if dtype is not None:
-                block.vars[name].dtype = dtype
+            declare_like(block, source, name, dims, dtype)
         return name
 
     def shape(name: str) -> list[int] | None:

@@ -70,9 +70,16 @@ class TmpVars:
         source = lookup(self.block, like)
         if source is None:   # a maker's temporary is shaped like a var the op reads: a program that never declared it
             raise GradError(f"var '{like}' is not declared in block {self.block.idx} or its ancestors")
-        var = self.block.add_var(derived_var(source, name))
-        if dims is not None and var.shape is not None:
-            var.shape = list(dims(var.shape))
-        if dtype is not None:
-            var.dtype = dtype
+        declare_like(self.block, source, name, dims, dtype)
         return name
+
+
+def declare_like(block: Block, source: VarDesc, name: str, dims=None, dtype=None) -> VarDesc:
+    """A temporary ``name`` in ``block``, typed and shaped like ``source``, or with ``dims(shape)`` and ``dtype`` where
+    given."""
+    var = block.add_var(derived_var(source, name))
+    if dims is not None and var.shape is not None:
+        var.shape = list(dims(var.shape))
+    if dtype is not None:
+        var.dtype = dtype
+    return var

@@ -21,7 +21,7 @@ from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 from .json_output import emit
-from .run_reports import checked_document, dense_array, fetched, precision_document, summary_line
+from .run_reports import checked_document, dense_array, fetched, mismatch_place, precision_document, summary_line
 
 
 def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
@@ -212,8 +212,8 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         m = c.mismatch
-        where = m and (f"along direction {m.direction}" if m.direction is not None else f"at {list(m.index)}")
-        verdict = "ok" if m is None else f"MISMATCH {where}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}"
+        verdict = ("ok" if m is None else
+                   f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}")
         compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]

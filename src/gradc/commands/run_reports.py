@@ -46,6 +46,11 @@ def fetched(name: str, value) -> dict:
     return record
 
 
+def mismatch_place(mismatch) -> str:
+    """Where a gradient check found its mismatch (gradcheck.Mismatch): at an element or along a random direction."""
+    return f"along direction {mismatch.direction}" if mismatch.direction is not None else f"at {list(mismatch.index)}"
+
+
 def checked_document(program: str, loss: str, checks, rtol: float, atol: float) -> dict:
     """`gradc check --json`: each var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
     variables, problems = [], []
@@ -54,11 +59,9 @@ def checked_document(program: str, loss: str, checks, rtol: float, atol: float) 
         record = {"var": c.var, "size": c.size, "checked": c.checked, "directions": c.directions,
                   "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None}
         if m is not None:
-            along = m.direction is not None
-            record["mismatch"] = {"index": None if along else list(m.index), "direction": m.direction,
+            record["mismatch"] = {"index": None if m.direction is not None else list(m.index), "direction": m.direction,
                                   "compiled": number(m.analytic), "numeric": number(m.numeric)}
-            where = f"along direction {m.direction}" if along else f"at {list(m.index)}"
-            problems.append(problem(f"the gradient of '{c.var}' differs from central differences {where}: "
+            problems.append(problem(f"the gradient of '{c.var}' differs from central differences {mismatch_place(m)}: "
                                     f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}", var=c.var))
         variables.append(record)
     return {"program": str(program), "loss": loss, "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables,

@@ -35,29 +35,27 @@ def verify(programs, quiet, as_json):
         return
     failed = []
     for path in programs:
-        program = load(path)
-        problems = verify_program(program, str(path))
+        program, problems, unknown = _checked(path)
         for problem in problems:
             click.echo(f"{path}: {problem}" if not problem.startswith(str(path)) else problem)
         if problems:
             failed.append(f"{path} ({len(problems)})")
         elif not quiet:
-            unknown = unknown_op_types(program)
             note = f"; not checked, op types gradc does not know: {', '.join(unknown)}" if unknown else ""
             click.echo(f"{path}: ok ({len(program.blocks)} block(s), {program.num_ops()} ops{note})")
     if failed:
         raise GradcError(f"problems found in {', '.join(failed)}")
 
 
-def _report(path: str) -> dict:
+def _checked(path: str) -> tuple:
+    """The program, its problems, and the op types gradc has no definition of (a Paddle custom op, say): verify checks
+    neither their slots nor their shapes, and says so rather than call them ok."""
     program = load(path)
-    problems = verify_program(program, str(path))
+    unknown = sorted({op.type for block in program.blocks for op in block.ops if registry.get(op.type) is None})
+    return program, verify_program(program, str(path)), unknown
+
+
+def _report(path: str) -> dict:
+    program, problems, unknown = _checked(path)
     return {"file": str(path), "ok": not problems, "blocks": len(program.blocks), "ops": program.num_ops(),
-            "unknown_op_types": unknown_op_types(program),
-            "problems": [problem_fields(problem, str(path)) for problem in problems]}
-
-
-def unknown_op_types(program) -> list[str]:
-    """The op types with no definition in gradc (a Paddle custom op, say): verify checks neither their slots nor
-    their shapes, and says so rather than call them ok."""
-    return sorted({op.type for block in program.blocks for op in block.ops if registry.get(op.type) is None})
+            "unknown_op_types": unknown, "problems": [problem_fields(problem, str(path)) for problem in problems]}

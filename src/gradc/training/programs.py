@@ -29,8 +29,7 @@ def updates_parameters(program: Program) -> bool:
     """Whether an op of any block is an optimizer or update op."""
     for block in program.blocks:
         for op in block.ops:
-            role = op.attrs.get("op_role")
-            if op.type in UPDATES or (isinstance(role, int) and not isinstance(role, bool) and role & roles.OPTIMIZE):
+            if op.type in UPDATES or roles.has_role(op, roles.OPTIMIZE):
                 return True
     return False
 
