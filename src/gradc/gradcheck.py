@@ -211,24 +211,26 @@ def widened(value, bfloat16: bool = False):
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
-                    loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
+                    loss: str | Sequence[str] | None = None, params: Mapping[str, np.ndarray] | None = None,
                     eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
                     max_elements: int | None = None, seed: int = 0, float64: bool = False,
                     directions: int | None = None) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
     """The compiled d(loss)/d(var) of each var in ``wrt`` (fed inputs or parameters; None: every
     parameter that gets a gradient) of a whole program, and its comparison with central differences
     at every element, or at ``max_elements`` random ones, or along ``directions`` random directions (a var with
-    more elements than that). With ``float64``, a widened copy of the program runs on widened values (the program
-    itself is not changed)."""
+    more elements than that). Several losses: the gradients of their sum, each summed over its elements (as
+    append_backward of several seeds each with ones). With ``float64``, a widened copy of the program runs on
+    widened values (the program itself is not changed)."""
     if float64:
         program, feed, params = float64_copy(program, feed, params or {})
     if loss is None:
         loss = default_loss(program)
         if loss is None:
             raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
+    losses = [loss] if isinstance(loss, str) else list(loss)
     train = program.clone()
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
-    pairs = append_backward(train, loss)
+    pairs = append_backward(train, loss, any_shape=len(losses) > 1)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
     values, fed = perturbable(feed)   # numeric_grad perturbs the arrays in place
     param_values = {k: np.array(v, order="C") for k, v in (params or {}).items()}
@@ -254,7 +256,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     analytic.update(zip(computed, executor.run(train, fed(), [grad_of(n) for n in computed], scope())))
 
     def objective() -> float:
-        return float(np.sum(executor.run(program, fed(), [loss], scope())[0]))
+        return float(sum(np.sum(value) for value in executor.run(program, fed(), losses, scope())))
 
     rng = np.random.default_rng(seed)
     checks = []
@@ -279,7 +281,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
 
 
 def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
-                  loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
+                  loss: str | Sequence[str] | None = None, params: Mapping[str, np.ndarray] | None = None,
                   eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
                   directions: int | None = None) -> dict[str, np.ndarray]:
     """Check d(loss)/d(var) for each var in ``wrt`` at every element (or along ``directions`` random directions);

@@ -25,19 +25,29 @@ __all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "l
            "unread_scalars"]
 
 
-def append_backward(program: Program, loss: str | None = None,
+def append_backward(program: Program, loss: str | Sequence[str] | None = None,
                     parameter_list: Iterable[str] | None = None,
                     no_grad_set: Iterable[str] | None = None, any_shape: bool = False,
                     loss_grad: str | None = None) -> list[tuple[str, str]]:
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
-    ``parameter_list`` restricts which parameters get gradients (default: every var with
-    is_parameter); ``no_grad_set`` names further vars that get none. In a program that already has
-    a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
-    ``any_shape``: a loss of any shape, its elements' gradients summed; ``loss_grad``: the var holding
-    d(result)/d(loss) instead of ones (a vector-Jacobian product).
+    ``loss`` is one name or several (a multi-task model's heads): several give, in one backward, the
+    gradients of their sum. ``parameter_list`` restricts which parameters get gradients (default: every
+    var with is_parameter); ``no_grad_set`` names further vars that get none. In a program that already
+    has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
+    ``any_shape``: losses of any shape, their elements' gradients summed; ``loss_grad``: the var holding
+    d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only).
     """
-    return _append_backward(program, [(loss, loss_grad)], parameter_list, no_grad_set, any_shape, "loss")
+    losses = [loss] if loss is None or isinstance(loss, str) else list(loss)
+    if not losses:
+        raise GradError("append_backward needs a loss: an empty list given")
+    repeated = sorted({name for name in losses if losses.count(name) > 1}, key=str)
+    if repeated:   # summed twice would double its gradients, which a multi-task weighting says better in the program
+        raise GradError(f"loss(es) given twice: {', '.join(map(str, repeated))}: give each loss once")
+    if loss_grad is not None and len(losses) != 1:
+        raise GradError(f"loss_grad seeds one loss; {len(losses)} given ({', '.join(losses)})")
+    return _append_backward(program, [(name, loss_grad) for name in losses], parameter_list, no_grad_set, any_shape,
+                            "loss")
 
 
 @gc_paused()

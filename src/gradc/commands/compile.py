@@ -16,13 +16,15 @@ from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pas
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
 from .json_output import emit, recorded_warnings
+from .loss_option import loss_option
 
 
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
-@click.option("--loss", help="The loss var (default: the one float scalar the last op writes, else, with a note, "
-              "the one float scalar no op reads).")
+@loss_option("the one float scalar the last op writes, else, with a note, the one float scalar no op reads",
+             "the gradients of the sum of the losses (a multi-task model's heads), each a float var of any shape "
+             "(its elements summed).")
 @click.option("--add-loss", "add_loss_kind", type=click.Choice(KINDS), help="Fine-tune a model that has no loss (an "
               "inference model paddle.jit.save wrote): append cross-entropy (F.cross_entropy against integer class "
               "labels) or mse of its output, against a new input --label.")
@@ -44,13 +46,13 @@ from .json_output import emit, recorded_warnings
               "and the warnings (which stderr shows too).")
 @memory_options
 @optimizer_options
-def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, params, no_grad, extra_passes,
+def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, params, no_grad, extra_passes,
             startup_out, no_verify, as_json, recompute, recompute_budget, accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program.
 
     Exit codes: 0 it wrote the program; 1 it could not (one 'gradc: error:' line on stderr, nothing written; with
     --json, nothing on stdout); 2 a usage error."""
-    if add_loss_kind and loss:
+    if add_loss_kind and losses:
         raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
     if not add_loss_kind and (loss_of or label != "label"):
         raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
@@ -71,10 +73,10 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
         prog = load(program)
         ops_before = prog.num_ops()
         if add_loss_kind:
-            loss = _add_loss(prog, add_loss_kind, label, loss_of, say)
+            losses = [_add_loss(prog, add_loss_kind, label, loss_of, say)]
         if train_mode or add_loss_kind:
             _say_mode(prog, train_mode, say)
-        backward = BackwardPass(loss, list(params) or None, no_grad)
+        backward = BackwardPass(list(losses), list(params) or None, no_grad)
         passes = [VerifyPass(), backward, *memory] + ([OptimizerPass(optimizer)] if optimizer is not None else [])
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
         problems = [] if no_verify else verify(prog, output)
@@ -95,6 +97,7 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
     if as_json:
         emit({"program": str(program), "output": str(output), "startup": str(startup_out) if updates else None,
               "ops_before": ops_before, "ops_after": prog.num_ops(), "loss": backward.loss_used,
+              "losses": backward.losses_used,
               "parameters": [{"parameter": param, "gradient": grad} for param, grad in pairs],
               "optimizer": optimizer_name, "passes": {name: str(result) for name, result in pass_results.items()},
               "notes": notes, "warnings": warned})
@@ -104,6 +107,8 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
     say("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
     for name, result in pass_results.items():
         say(f"{name}: {result}")
+    if len(backward.losses_used) > 1:
+        say(f"the gradients are those of the sum of the losses {' + '.join(backward.losses_used)}")
     say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
     if updates:
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}

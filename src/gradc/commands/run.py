@@ -21,6 +21,7 @@ from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 from .json_output import emit
+from .loss_option import loss_option
 from .run_reports import checked_document, dense_array, fetched, mismatch_place, precision_document, summary_line
 
 
@@ -169,7 +170,8 @@ def _program_and_values(startup_help: str):
 
 @click.command()
 @_program_and_values("Initialiser programs run first, in order (values --params does not give). Repeatable.")
-@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
+@loss_option("the single float scalar written by the last op", "the gradients of the sum of the losses, each "
+             "a float var of any shape (its elements summed), as gradc compile differentiates them.")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
@@ -180,7 +182,7 @@ def _program_and_values(startup_help: str):
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: the loss, each var checked, and "
               "each mismatch as a problem naming its var.")
-def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol, as_json):
+def check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, as_json):
     """Check a program's compiled gradients against central differences, in float64.
 
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
@@ -194,18 +196,19 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
     if updates_parameters(prog):   # each forward run of the comparison would move the parameters it differentiates
         raise GradcError(f"'{program}' is already a training program (it has optimizer ops, which would move the "
                          f"parameters at every run of the comparison): check the forward program it was compiled from")
-    if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, loss):
+    if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, losses):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
     values = _initialised(startups)
     values.update(load_params(params, prog))
-    loss = loss or default_loss(prog)   # the pick compare_program would make, named here for --json (None: it says why)
+    losses = list(losses) or [default_loss(prog)]   # the pick compare_program would make, named for --json
+    loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
     with naming_feed(feed):
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
     if as_json:
-        emit(checked_document(program, loss, checks, rtol, atol))
+        emit(checked_document(program, losses, checks, rtol, atol))
         if any(c.mismatch is not None for c in checks):
             sys.exit(1)
         return
@@ -219,7 +222,8 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
-    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences (loss {loss})")
+    differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
+    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences ({differentiated})")
 
 
 def _initialised(startups) -> dict:

@@ -51,8 +51,9 @@ def mismatch_place(mismatch) -> str:
     return f"along direction {mismatch.direction}" if mismatch.direction is not None else f"at {list(mismatch.index)}"
 
 
-def checked_document(program: str, loss: str, checks, rtol: float, atol: float) -> dict:
-    """`gradc check --json`: each var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
+def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float) -> dict:
+    """`gradc check --json`: the losses differentiated (``loss`` the one, null with several, whose sum it was), each
+    var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
     variables, problems = [], []
     for c in checks:
         m = c.mismatch
@@ -64,8 +65,8 @@ def checked_document(program: str, loss: str, checks, rtol: float, atol: float) 
             problems.append(problem(f"the gradient of '{c.var}' differs from central differences {mismatch_place(m)}: "
                                     f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}", var=c.var))
         variables.append(record)
-    return {"program": str(program), "loss": loss, "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables,
-            "problems": problems}
+    return {"program": str(program), "loss": losses[0] if len(losses) == 1 else None, "losses": losses,
+            "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables, "problems": problems}
 
 
 def precision_document(program: str, rows) -> dict:

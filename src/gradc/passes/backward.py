@@ -1,25 +1,27 @@
-"""The backward pass as a Pass: appends the training ops of a loss."""
+"""The backward pass as a Pass: appends the training ops of a loss, or of the sum of several."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..backward import append_backward, default_loss
 from ..ir import EMPTY_VAR, Program, roles
 from .base import Pass, register_pass
 
 
-def refuses_again(program: Program, loss: str | None) -> str | None:
-    """Why a program that has backward ops cannot be differentiated for ``loss`` (None: it can): only a loss
-    written after its last backward op (a gradient penalty, a Hessian-vector product) is differentiated again; a
-    loss with backward ops after it has been differentiated already, and would be compiled twice."""
+def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str | None:
+    """Why a program that has backward ops cannot be differentiated for ``losses`` (one name, several, or None:
+    the one gradc picks; None: it can): only a loss written after its last backward op (a gradient penalty, a
+    Hessian-vector product) is differentiated again; a loss with backward ops after it has been differentiated
+    already, and would be compiled twice."""
     ops = program.global_block.ops
     last = max((idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD)), default=None)
     if last is None:
         return None
-    loss = loss or default_loss(program, notice=False)
-    writer = max((idx for idx, op in enumerate(ops) if loss in op.output_names()), default=-1)
-    if writer > last and not any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
+    names = [losses] if losses is None or isinstance(losses, str) else list(losses) or [None]
+    names = [name or default_loss(program, notice=False) for name in names]
+    writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
+    if min(writers) > last and not any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
         return None
     return ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
             "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
@@ -28,23 +30,32 @@ def refuses_again(program: Program, loss: str | None) -> str | None:
 
 @register_pass
 class BackwardPass(Pass):
+    """The backward of one loss, or of the sum of several (a multi-task model's heads) in one backward."""
     name = "backward"
 
-    def __init__(self, loss: str | None = None, parameter_list: Iterable[str] | None = None,
+    def __init__(self, loss: str | Sequence[str] | None = None, parameter_list: Iterable[str] | None = None,
                  no_grad_set: Iterable[str] | None = None):
-        self.loss = loss
+        self.losses = [] if loss is None else [loss] if isinstance(loss, str) else list(loss)   # []: gradc picks
         self.parameter_list = list(parameter_list) if parameter_list is not None else None
         self.no_grad_set = set(no_grad_set or ())
-        self.loss_used: str | None = None   # the loss given, or the one apply picked
+        self.losses_used: list[str] = []   # the losses given, or the one apply picked (gradc compile --json names them)
+
+    @property
+    def loss_used(self) -> str | None:
+        """The one loss differentiated (None: several, or none picked)."""
+        return self.losses_used[0] if len(self.losses_used) == 1 else None
 
     def requires(self, program: Program) -> None:
-        refusal = refuses_again(program, self.loss)
+        refusal = refuses_again(program, self.losses)
         if refusal:
             raise self.fail(refusal)
 
     def apply(self, program: Program) -> list[tuple[str, str]]:
-        self.loss_used = self.loss or default_loss(program)   # gradc compile --json names it (None: the error says why)
-        return append_backward(program, self.loss_used, self.parameter_list, self.no_grad_set)
+        picked = [name or default_loss(program) for name in self.losses or [None]]   # None: the error says why
+        self.losses_used = [name for name in picked if name is not None]
+        several = len(picked) > 1   # each a float var of any shape, seeded with ones, as gradients() takes targets
+        return append_backward(program, picked if several else picked[0], self.parameter_list, self.no_grad_set,
+                               any_shape=several)
 
     def ensures(self, program: Program) -> None:
         """Every grad a backward op reads was written before it, or is a forward value."""

@@ -1,0 +1,109 @@
+"""Several losses (`--loss A --loss B`, `append_backward(program, [A, B])`): one backward whose parameter gradients
+are those of the losses' sum, as the same model with an explicit sum op and one loss gives them; gradc check checks
+that sum; a repeated, unknown or integer loss is refused naming it."""
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from gradc.errors import GradError
+from gradc.layers import ProgramBuilder
+from json_checks import document, refused, strict
+
+CE, SQUARED = "mean_0.tmp_0", "square_0.tmp_0"   # a classifier head's mean, a regression head's per-example loss
+
+
+def two_heads(summed: bool) -> ProgramBuilder:
+    """A shared hidden layer, a classifier head and a regression head; ``summed``: their total written by a sum op."""
+    net = ProgramBuilder()
+    x, label = net.data("x", [-1, 8]), net.data("label", [-1, 1], "int64")
+    target = net.data("target", [-1, 1])
+    hidden = net.fc(x, 16, act="tanh")
+    logits = net.fc(hidden, 4)
+    assert net.cross_entropy_loss(logits, label) == CE
+    error = net.op("elementwise_sub", {"X": net.fc(hidden, 1), "Y": target}, {"axis": -1})[0]
+    assert net.op("square", {"X": error})[0] == SQUARED
+    if summed:
+        total = net.op("reduce_sum", {"X": SQUARED}, {"reduce_all": True, "dim": []})[0]
+        net.op("sum", {"X": [CE, total]}, names=["total"])
+    net.op("arg_max", {"X": logits}, {"axis": -1}, names=["predicted"])   # an integer var a loss cannot be
+    return net
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("heads")
+    heads = two_heads(summed=False)
+    gradc.save(heads.program, directory / "heads.pb")
+    gradc.save(two_heads(summed=True).program, directory / "summed.pb")
+    gradc.save(heads.startup, directory / "startup.pb")
+    rng = np.random.default_rng(0)
+    np.savez(directory / "feed.npz", x=rng.standard_normal((6, 8)).astype("float32"),
+             label=rng.integers(0, 4, (6, 1)), target=rng.standard_normal((6, 1)).astype("float32"))
+    return directory
+
+
+def parameter_grads(files, training: str) -> dict[str, np.ndarray]:
+    program, scope, executor = gradc.load(files / training), gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(files / "startup.pb"), scope=scope)
+    with np.load(files / "feed.npz") as feed:
+        fed = dict(feed)
+    params = [name for name, var in program.global_block.vars.items() if var.is_parameter]
+    return dict(zip(params, executor.run(program, fed, [f"{name}@GRAD" for name in params], scope)))
+
+
+def test_two_losses_train_as_their_sum_with_one_loss(files):
+    two = gradc_cli("compile", files / "heads.pb", "-o", files / "two.pb", "--loss", CE, "--loss", SQUARED, "--json")
+    assert two.returncode == 0 and "one value per example" in two.stderr   # the regression head's loss: seeded ones
+    doc = strict(two.stdout)
+    assert (doc["loss"], doc["losses"], len(doc["parameters"])) == (None, [CE, SQUARED], 6)
+    one = document(gradc_cli("compile", files / "summed.pb", "-o", files / "one.pb", "--loss", "total", "--json"))
+    assert (one["loss"], one["losses"]) == ("total", ["total"])
+    assert gradc.load(files / "two.pb").num_ops() < gradc.load(files / "one.pb").num_ops()   # no sum op, no backward
+    summed, several = parameter_grads(files, "one.pb"), parameter_grads(files, "two.pb")
+    assert sorted(several) == sorted(summed) and len(several) == 6
+    for name, grad in summed.items():
+        assert np.abs(grad).max() > 1e-3   # each head's parameters and the shared layer's get a gradient
+        np.testing.assert_allclose(several[name], grad, rtol=1e-5, atol=1e-7, err_msg=name)
+    text = gradc_cli("compile", files / "heads.pb", "-o", files / "text.pb", "--loss", CE, "--loss", SQUARED).stdout
+    assert f"the gradients are those of the sum of the losses {CE} + {SQUARED}" in text.splitlines()
+    assert (files / "text.pb").read_bytes() == (files / "two.pb").read_bytes()
+
+
+def test_python_append_backward_of_two_losses_is_one_backward():
+    program = two_heads(summed=False).program
+    pairs = gradc.append_backward(program, [CE, SQUARED], any_shape=True)
+    assert len(pairs) == 6 and [op.type for op in program.global_block.ops].count("fill_any_like") == 1
+    with pytest.raises(GradError, match=rf"^loss\(es\) given twice: {CE}: give each loss once$"):
+        gradc.append_backward(two_heads(summed=False).program, [CE, CE])
+
+
+@pytest.mark.parametrize("command", ["compile", "check"])
+def test_a_repeated_unknown_or_integer_loss_is_refused_naming_it(files, command, tmp_path):
+    out = ("-o", tmp_path / "out.pb") if command == "compile" else ("--feed", files / "feed.npz", "--startup",
+                                                                    files / "startup.pb")
+    run = lambda *losses: gradc_cli(command, files / "heads.pb", *out,   # noqa: E731
+                                    *[a for loss in losses for a in ("--loss", loss)], "--json")
+    assert refused(run(CE, SQUARED, CE), code=2) == (
+        f"gradc: error: Invalid value for '--loss': '{CE}' given twice: give each loss once (see gradc --help)")
+    assert "loss 'nowhere' is not written by any op of block 0" in refused(run(CE, "nowhere"))
+    assert "loss 'predicted' must be a float var (block 0, written by op" in refused(run("predicted", CE))
+    assert not (tmp_path / "out.pb").exists()
+
+
+def test_check_of_two_losses_checks_their_sums_gradients(files):
+    given = ("--feed", files / "feed.npz", "--startup", files / "startup.pb", "--max-elements", "6")
+    several = gradc_cli("check", files / "heads.pb", *given, "--loss", CE, "--loss", SQUARED, "--json")
+    doc = strict(several.stdout)
+    summed = document(gradc_cli("check", files / "summed.pb", *given, "--loss", "total", "--json"))
+    assert (doc["loss"], doc["losses"], doc["ok"], len(doc["vars"])) == (None, [CE, SQUARED], True, 6)
+    assert [(v["var"], v["checked"]) for v in doc["vars"]] == [(v["var"], v["checked"]) for v in summed["vars"]]
+    assert [v["max_abs_error"] for v in doc["vars"]] == pytest.approx([v["max_abs_error"] for v in summed["vars"]],
+                                                                      abs=1e-9)
+    one = strict(gradc_cli("check", files / "heads.pb", *given, "--loss", CE, "--json").stdout)
+    assert one["ok"] and [v["var"] for v in one["vars"]] == ["fc_0.w_0", "fc_0.b_0", "fc_1.w_0", "fc_1.b_0"]
+    text = gradc_cli("check", files / "heads.pb", *given, "--loss", CE, "--loss", SQUARED)
+    assert text.returncode == 0 and text.stdout.splitlines()[-1] == (
+        f"6 var(s) checked: compiled gradients agree with central differences (the sum of the losses {CE} + "
+        f"{SQUARED})")
