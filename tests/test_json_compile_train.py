@@ -2,6 +2,7 @@
 good input, and on bad input an empty stdout, one `gradc: error:` line, exit 1 (2 for usage); train's JSON lines."""
 
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
+from gradc.commands.train_report import JsonLinesReporter
 from json_checks import document, refused, strict
 
 MLP, FIRST_DAY, SGD = DATA / "mlp", DATA / "first_day", DATA / "train_sgd"
@@ -117,7 +119,7 @@ def test_train_json_streams_paddles_losses_then_the_end(tmp_path):
     assert (end["event"], end["steps"], end["epochs"], end["examples"], end["eval"]) == ("end", 3, None, 24, {})
     assert end["last"] == last["values"] and 0 < end["seconds"] < 60
     assert (end["saved_params"], end["plot"], end["checkpoint_dir"]) == (str(saved), None, None) and saved.exists()
-    assert (end["stopped_early"], end["kept_epoch"]) == (False, None)
+    assert (end["stopped_early"], end["kept_epoch"], end["interrupted"]) == (False, None, False)
 
 
 @pytest.fixture
@@ -168,6 +170,34 @@ def test_train_json_stopped_by_an_error_has_no_end_line(twice):
     assert [r["event"] for r in lines(stopped, 1)] == ["step"]   # step 1 came before the error; no "end"
     unchecked = lines(sgd("--data", twice / "nan.npz", "--batch-size", "8", "--log-every", "1", "--json"))
     assert unchecked[1]["values"] == {"mean_1.tmp_0": "nan"} and unchecked[-1]["last"] == {"mean_1.tmp_0": "nan"}
+
+
+def test_train_json_stopped_by_ctrl_c_ends_with_an_interrupted_end_line(twice, monkeypatch):
+    logged = JsonLinesReporter.step
+
+    def ctrl_c_at_step_3(self, step, epoch, batch, values):
+        logged(self, step, epoch, batch, values)
+        if step == 3:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(JsonLinesReporter, "step", ctrl_c_at_step_3)
+    monkeypatch.chdir(twice)
+    stopped = sgd("--data", twice / "two.npz", "--batch-size", "8", "--epochs", "3", "--log-every", "1",
+                  "--save-params", "kept.npz", "--json")
+    records = lines(stopped, 130)   # the exit code of the text's Ctrl-C
+    assert [r["event"] for r in records] == ["step", "step", "epoch", "step", "end"]
+    end = records[-1]
+    assert (end["interrupted"], end["steps"], end["epochs"], end["examples"]) == (True, 3, 1, 24)
+    assert end["last"] == records[3]["values"] and end["eval"] == {} and 0 < end["seconds"] < 60
+    assert (end["checkpoint_dir"], end["saved_params"], end["plot"]) == ("train.interrupted", "kept.npz", None)
+    assert (twice / "kept.npz").exists() and any((twice / "train.interrupted").iterdir())
+    said = stopped.stderr.splitlines()
+    assert len(said) == 2 and said[1].startswith("gradc: interrupted after step 3 (epoch 2, batch 1); checkpoint "
+                                                 "saved in train.interrupted")
+    monkeypatch.setattr(JsonLinesReporter, "step", logged)
+    resumed = lines(sgd("--data", twice / "two.npz", "--batch-size", "8", "--epochs", "3", "--resume",
+                        "train.interrupted", "--json"))[-1]
+    assert (resumed["interrupted"], resumed["steps"], resumed["epochs"]) == (False, 6, 3)
 
 
 def test_train_json_of_bad_input_prints_nothing(tmp_path):

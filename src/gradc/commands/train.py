@@ -83,7 +83,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
-    step and epoch lines before the error and no "end" line); 2 a usage error; 130 interrupted (Ctrl-C)."""
+    step and epoch lines before the error and no "end" line); 2 a usage error; 130 interrupted (Ctrl-C; with --json,
+    the "end" line says "interrupted": true)."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if lr is not None:   # compile takes --lr, so a user gives train one too
@@ -138,7 +139,9 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                               monitor=monitor, reporter=reporter)
     except Stopped as stop:
-        kept = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
+        kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
+        if as_json:   # the steps done and where they were kept, as a finished run's last line says them
+            reporter.emit_end(trainer.history, save_params, None, directory and str(directory), interrupted=True)
         raise Interrupted(kept) from None
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)
@@ -149,13 +152,15 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
         if not as_json:
             click.echo(f"wrote {plot}")
     if as_json:
-        reporter.emit_end(save_params, plot, checkpoint_dir or resume)
+        reporter.emit_end(history, save_params, plot, checkpoint_dir or resume)
 
 
-def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpoint_dir, save_params) -> str:
+def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpoint_dir,
+                          save_params) -> tuple[str, Path | str | None]:
     """Ctrl-C between two steps keeps the training done: without --checkpoint-dir a checkpoint goes to a new
-    PROGRAM.interrupted directory here (as --checkpoint-dir would have kept one), and --save-params is written."""
-    said = str(stop)
+    PROGRAM.interrupted directory here (as --checkpoint-dir would have kept one), and --save-params is written.
+    What to say, and the directory the checkpoint is in (None: none could be saved)."""
+    said, directory = str(stop), checkpoint_dir
     if not checkpoint_dir:
         directory = _fresh_directory(Path(Path(program).stem + ".interrupted"))
         try:
@@ -163,11 +168,11 @@ def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpo
             said = (f"interrupted after {stop.where}; checkpoint saved in {directory} (continue with the same command "
                     f"and --resume {directory})")
         except GradcError as exc:
-            said = f"interrupted after {stop.where}; no checkpoint saved: {exc}"
+            said, directory = f"interrupted after {stop.where}; no checkpoint saved: {exc}", None
     if save_params:
         write_model_params(trainer.scope, save_params, trainer.program)
         said += f"; wrote {save_params} (the model parameters after step {stop.step})"
-    return said
+    return said, directory
 
 
 def _fresh_directory(wanted: Path) -> Path:

@@ -1,6 +1,6 @@
 """`gradc train --json`: JSON lines, one object per logged step and per epoch as training goes, then one for the
-end (a training loop is a stream: a script follows it, and a run stopped by an error has no "end" object). Each is
-one strict JSON object on its own line; the schema is in docs/tools.md."""
+end (a training loop is a stream: a script follows it; a run stopped by an error has no "end" object, one stopped by
+Ctrl-C has one saying so). Each is one strict JSON object on its own line; the schema is in docs/tools.md."""
 
 from __future__ import annotations
 
@@ -46,16 +46,14 @@ class JsonLinesReporter(Reporter):
     def stopped_early(self, history: History, name: str, patience: int):
         self.early_stopped = True
 
-    def end(self, history: History):
-        self.history = history
-
-    def emit_end(self, saved_params: str | None, plot: str | None, checkpoint_dir: str | None) -> None:
-        """The last line, once every file is written: the run's totals, its last step and evaluation, and where it
-        saved."""
-        history = self.history
+    def emit_end(self, history: History, saved_params: str | None, plot: str | None, checkpoint_dir: str | None,
+                 interrupted: bool = False) -> None:
+        """The last line, once every file is written: the run's totals, its last step and evaluation, where it
+        saved, and whether Ctrl-C stopped it (between two steps: the totals are those of the steps done)."""
         last = _values(history.fetch, history.steps[-1]) if history.steps else {}
         emit({"event": "end", "steps": len(history.steps), "epochs": None if self.single else len(history.epochs),
               "examples": history.examples, "seconds": history.seconds, "last": last,
               "eval": _values(history.last_eval, history.last_eval.values()), "stopped_early": self.early_stopped,
+              "interrupted": interrupted,
               "kept_epoch": history.kept_epoch, "checkpoint_dir": checkpoint_dir, "saved_params": saved_params,
               "plot": plot})

@@ -227,6 +227,7 @@ class Trainer:
         self._save(checkpoint_directory(directory), self._settings)
 
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
+        self._count_time()   # the history's seconds include the steps done, whoever reports them
         where = f"step {self.step} (epoch {self.epoch + 1}, batch {self.batch})"
         if not directory:   # the scope is whole: the caller may still save it (gradc train does)
             raise Stopped(f"interrupted after {where}; no checkpoint_dir, so nothing saved: the trainer's scope holds "
