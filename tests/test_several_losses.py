@@ -107,3 +107,17 @@ def test_check_of_two_losses_checks_their_sums_gradients(files):
     assert text.returncode == 0 and text.stdout.splitlines()[-1] == (
         f"6 var(s) checked: compiled gradients agree with central differences (the sum of the losses {CE} + "
         f"{SQUARED})")
+
+
+def test_evaluate_of_two_losses_reports_their_sum_and_each(files):
+    given = ("--startup", files / "startup.pb", "--data", files / "feed.npz")
+    several = document(gradc_cli("evaluate", files / "summed.pb", *given, "--loss", CE, "--loss", "reduce_sum_0.tmp_0",
+                                 "--json"))
+    total = document(gradc_cli("evaluate", files / "summed.pb", *given, "--loss", "total", "--json"))
+    assert (several["loss_var"], several["loss_vars"]) == (None, [CE, "reduce_sum_0.tmp_0"])
+    assert (total["loss_var"], total["loss_vars"]) == ("total", ["total"])
+    assert several["loss"] == pytest.approx(total["loss"], rel=1e-6)
+    assert several["loss"] == pytest.approx(several[CE] + several["reduce_sum_0.tmp_0"], rel=1e-12)
+    text = gradc_cli("evaluate", files / "summed.pb", *given, "--loss", CE, "--loss", "reduce_sum_0.tmp_0").stdout
+    assert f"loss: {several['loss']:.6g} ({CE} + reduce_sum_0.tmp_0)" in text.splitlines()
+    assert f"{CE}: {several[CE]:.6g}" in text.splitlines()

@@ -8,6 +8,7 @@ import json
 import click
 
 from ..training.evaluation import evaluate as evaluate_program
+from .loss_option import loss_option
 from .run import STRICT_PARAMS
 
 
@@ -31,7 +32,8 @@ def _topk(ctx, param, value: str) -> list[int]:
               help="Initialiser programs run first (values --params does not give). Repeatable.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
               help="Examples per run; the means are over examples, so it changes only the rounding.")
-@click.option("--loss", help="The loss var (default: the one gradc train reports).")
+@loss_option("the one gradc train reports", "the loss is the sum of their means, each mean listed too (a "
+             "multi-task model compiled with several --loss).")
 @click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
               "accuracy op's output, ...). Repeatable.")
 @click.option("--label", help="The data's array of class labels, for the accuracy of a model without a loss "
@@ -40,20 +42,20 @@ def _topk(ctx, param, value: str) -> list[int]:
               help="Accuracy counts an example right when its label is among the K best-scored classes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, params, startups, batch_size, loss, fetches, label, topk, as_json, strict_params):
+def evaluate(program, data, params, startups, batch_size, losses, fetches, label, topk, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
-    results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=loss,
+    results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params)
     if as_json:
         click.echo(json.dumps(results))
         return
     lines = [f"examples: {results['examples']:,}"]
     if "loss" in results:
-        lines.append(f"loss: {results['loss']:.6g} ({results['loss_var']})")
+        lines.append(f"loss: {results['loss']:.6g} ({' + '.join(results['loss_vars'])})")
     else:
         lines.append("loss: none (the program computes no loss; an exported model ends at its outputs)")
-    skipped = {"examples", "loss", "loss_var", results.get("loss_var")}
+    skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
     lines += [f"{name}: {value:.6g}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))

@@ -30,31 +30,32 @@ from .programs import forward_part, prune
 class EvalPlan:
     program: Program                   # the forward part, pruned to what the scalars and scores need
     feeds: list[str]                   # the data's arrays the program takes
-    scalars: list[str]                 # averaged over the examples, the loss (if any) first
-    loss: str | None = None
+    scalars: list[str]                 # averaged over the examples, the losses (if any) first
+    losses: list[str] = field(default_factory=list)   # several: the loss is their sum
     scores: str | None = None          # class scores (accuracy), along ``axis``
     label: str | None = None           # the data's array of class labels
     axis: int = -1
     topk: list[int] = field(default_factory=list)
 
 
-def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, loss: str | None = None,
-         label: str | None = None, topk: Sequence[int] = ()) -> EvalPlan:
-    """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss) averaged,
-    and with ``topk`` the accuracy at each k where scores and labels are found."""
+def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
+         loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = ()) -> EvalPlan:
+    """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
+    losses) averaged, and with ``topk`` the accuracy at each k where scores and labels are found."""
     forward = forward_part(program)
     block = forward.global_block
     written = {name for op in block.ops for name in op.output_names()}
-    loss = loss or next(iter(default_fetch(program)), None)
-    if loss is not None and loss not in written:
-        raise GradcError(f"evaluation: the loss '{loss}' is not computed by the forward part of the program")
-    asked = list(fetch) if fetch is not None else [loss] if loss else []
+    losses = named_losses(program, loss)
+    for name in losses:
+        if name not in written:
+            raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
+    asked = list(fetch) if fetch is not None else losses
     scalars = [name for name in dict.fromkeys(asked) if name in written]
     if fetch and not scalars:
         raise GradcError(f"evaluation: none of the fetched vars ({', '.join(fetch) or 'none'}) is computed by the "
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
-    result = EvalPlan(forward, feeds, scalars, loss if loss in scalars else None)
+    result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars])
     if topk:
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
@@ -65,6 +66,11 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     return result
+
+
+def named_losses(program: Program, loss: str | Sequence[str] | None) -> list[str]:
+    """The loss given (one name or several), else the one gradc train reports (none: the program has no loss)."""
+    return [loss] if isinstance(loss, str) else list(loss or []) or default_fetch(program)[:1]
 
 
 def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
@@ -95,14 +101,16 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
 
 
 def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
-             batch_size: int | None = 32, fetch: Sequence[str] | None = None, loss: str | None = None,
+             batch_size: int | None = 32, fetch: Sequence[str] | None = None,
+             loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
              executor: Executor | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
-    Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss" and
-    "loss_var" (its var) when the program has a loss; the top-k accuracy ("acc" for k=1 alone, else "acc_top1",
-    "acc_top5", ...) where scores and labels allow it; the mean of the loss and of each ``fetch``ed scalar by
-    name. The data is checked before the first batch."""
+    Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
+    "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
+    sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
+    "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
+    scalar by name. The data is checked before the first batch."""
     from ..io import load
     from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
@@ -113,11 +121,11 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     if params is not None:
         load_params(scope, params, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
-    loss = loss or next(iter(default_fetch(program)), None)
-    fetch = list(dict.fromkeys([*([loss] if loss else []), *(fetch or [])]))
+    losses = named_losses(program, loss)
+    fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:
-        evaluation = plan(program, names, fetch, loss, label, topk)
+        evaluation = plan(program, names, fetch, losses, label, topk)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
@@ -131,8 +139,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     require_values(evaluation.program, scope, evaluation.feeds, params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
     results = {"examples": means.pop("examples")}
-    if evaluation.loss is not None:
-        results.update(loss=means[evaluation.loss], loss_var=evaluation.loss)
+    if evaluation.losses:
+        one = evaluation.losses[0] if len(evaluation.losses) == 1 else None
+        results.update(loss=sum(means[name] for name in evaluation.losses), loss_var=one,
+                       loss_vars=evaluation.losses)
     accuracy = {name: value for name, value in means.items() if name not in evaluation.scalars}
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
 
