@@ -121,3 +121,19 @@ def test_evaluate_of_two_losses_reports_their_sum_and_each(files):
     text = gradc_cli("evaluate", files / "summed.pb", *given, "--loss", CE, "--loss", "reduce_sum_0.tmp_0").stdout
     assert f"loss: {several['loss']:.6g} ({CE} + reduce_sum_0.tmp_0)" in text.splitlines()
     assert f"{CE}: {several[CE]:.6g}" in text.splitlines()
+
+
+def test_a_program_compiled_for_two_losses_trains_reporting_each(files):
+    heads = [CE, "reduce_sum_0.tmp_0"]
+    assert gradc_cli("compile", files / "summed.pb", "-o", files / "sgd.pb", "--loss", heads[0], "--loss", heads[1],
+                     "--optimizer", "sgd").returncode == 0
+    startups = ("--startup", files / "startup.pb", "--startup", files / "sgd.startup.pb")
+    trained = gradc_cli("train", files / "sgd.pb", *startups, "--feed", files / "feed.npz", "--steps", "3", "--json")
+    steps = [strict(line)["values"] for line in trained.stdout.splitlines()[:3]]
+    assert trained.returncode == 0 and [list(values) for values in steps] == [heads] * 3
+    assert steps[2][heads[1]] < steps[0][heads[1]] and steps[2][CE] < steps[0][CE]   # both heads learn
+    evaluated = document(gradc_cli("evaluate", files / "sgd.pb", *startups, "--data", files / "feed.npz", "--json"))
+    assert evaluated["loss_vars"] == heads and evaluated[heads[1]] == pytest.approx(steps[0][heads[1]], rel=1e-6)
+    info = document(gradc_cli("info", files / "sgd.pb", "--json"))
+    assert (info["loss"], info["loss_found"]) == (CE, f"op_role marks the losses {CE}, reduce_sum_0.tmp_0; the "
+                                                      f"backward differentiates their sum")

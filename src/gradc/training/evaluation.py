@@ -69,8 +69,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
 
 
 def named_losses(program: Program, loss: str | Sequence[str] | None) -> list[str]:
-    """The loss given (one name or several), else the one gradc train reports (none: the program has no loss)."""
-    return [loss] if isinstance(loss, str) else list(loss or []) or default_fetch(program)[:1]
+    """The loss given (one name or several), else those gradc train reports (none: the program has no loss)."""
+    return [loss] if isinstance(loss, str) else list(loss or []) or default_fetch(program)
 
 
 def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:

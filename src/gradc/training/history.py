@@ -21,14 +21,17 @@ def scalar(name: str, value) -> float:
 
 
 def default_fetch(program: Program) -> list[str]:
-    """The loss: the float scalar output of the op Paddle's role marks as the loss, else the usual guess."""
+    """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
+    with several --loss), else the usual guess."""
     block = program.global_block
+    marked = []
     for op in block.ops:
         role = op.attrs.get("op_role")
         if isinstance(role, int) and role & roles.LOSS and not role & roles.BACKWARD:
             names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])]
-            if len(names) == 1:
-                return names
+            marked += names if len(names) == 1 and names[0] not in marked else []
+    if marked:
+        return marked
     loss = default_loss(program, notice=False)
     return [loss] if loss else []
 
