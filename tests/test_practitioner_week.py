@@ -270,7 +270,7 @@ def test_flat_labels_as_paddles_dygraph_losses_take_them_are_told_how_to_fit_the
     assert done.returncode == 1
     assert done.stderr == (f"gradc: error: data '{tmp_path / 'flat.npz'}': feed var 'label', read first by block 0, op "
                            f"6 (softmax_with_cross_entropy), has shape [3], but block 0 declares [-1, 1] (give it the "
-                           f"trailing axis of 1, e.g. with .reshape(-1, 1))\n")
+                           f"trailing axis of 1, e.g. with np.expand_dims(array, -1))\n")
 
 
 def test_a_program_schedule_without_its_decay_steps_says_what_they_are_not_none(tmp_path):

@@ -11,7 +11,7 @@ import click
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
-from ..optimizers.cli_options import build_optimizer, optimizer_options
+from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
@@ -79,6 +79,11 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         passes = [VerifyPass(), backward, *memory] + ([OptimizerPass(optimizer)] if optimizer is not None else [])
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+        exclusion, undecayed = decay_exclusion(optimizer), None
+        if exclusion is not None:
+            exclusion.check_matched([param for param, _ in results["backward"]])
+            undecayed = (f"no weight decay on {len(exclusion.excluded())} of {len(results['backward'])} parameters "
+                         f"(--no-decay): {', '.join(exclusion.excluded())}")
         problems = [] if no_verify else verify(prog, output)
         if problems:   # gradc's own output: a bug, reported before anything is written
             raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
@@ -95,6 +100,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
                     if results[name] is not None and name != "optimizer"}
     optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
     if as_json:
+        notes += [undecayed] if undecayed else []
         emit({"program": str(program), "output": str(output), "startup": str(startup_out) if updates else None,
               "ops_before": ops_before, "ops_after": prog.num_ops(), "loss": backward.loss_used,
               "losses": backward.losses_used,
@@ -114,6 +120,8 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
         more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
         say(f"wrote {startup_out} (initialises the {optimizer_name} learning rate{more})")
+    if undecayed:
+        say(undecayed)
 
 
 def _add_loss(prog, kind: str, label: str, loss_of: str | None, say) -> str:

@@ -67,7 +67,7 @@ def _unit_axis_hint(shape: tuple, declared: list) -> str:
     """How to fit an array that lacks, or has, only a trailing axis of size 1 the var declares otherwise (labels of
     shape [N] for a var of [-1, 1], as Paddle's dygraph losses take them)."""
     if shape_fits((*shape, 1), declared):
-        return " (give it the trailing axis of 1, e.g. with .reshape(-1, 1))"
+        return " (give it the trailing axis of 1, e.g. with np.expand_dims(array, -1))"   # any rank, not just [N]
     if shape and shape[-1] == 1 and shape_fits(shape[:-1], declared):
         return " (drop its trailing axis of 1, e.g. with .squeeze(-1))"
     return ""

@@ -4,11 +4,13 @@ arguments as --opt KEY=VALUE, a learning rate or schedule, gradient clipping and
 from __future__ import annotations
 
 import ast
+import fnmatch
 import inspect
+import warnings
 
 import click
 
-from ..errors import GradcError, closest
+from ..errors import GradcError, GradcWarning, closest
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
 from .base import Optimizer
@@ -48,6 +50,9 @@ OPTIONS = [
     click.option("--clip-value", type=float, help="ClipGradByValue(max=V, min=-V) on each gradient."),
     click.option("--l1", type=float, help="L1Decay(coeff) weight decay on every parameter."),
     click.option("--l2", type=float, help="L2Decay(coeff) weight decay on every parameter."),
+    click.option("--no-decay", multiple=True, metavar="GLOB",
+                 help="adamw, lamb: no weight decay on the parameters whose names match, e.g. '*.b_*' 'layer_norm*' "
+                      "(Paddle's apply_decay_param_fun / exclude_from_weight_decay_fn). Repeatable."),
 ]
 
 
@@ -68,6 +73,44 @@ def _argument(text: str) -> tuple[str, object]:
         return key.strip(), value.strip()   # a bare word is a string
 
 
+# the argument of Paddle's class that leaves a parameter out of the decay, and whether it is true for the excluded
+EXCLUSION_ARGUMENT = {"adamw": ("apply_decay_param_fun", False), "lamb": ("exclude_from_weight_decay_fn", True)}
+
+
+class DecayExclusion:
+    """The function Paddle's exclusion argument takes, from --no-decay globs; remembers what each glob matched."""
+
+    def __init__(self, patterns, excluded_is_true: bool):
+        self.patterns, self.excluded_is_true = list(patterns), excluded_is_true
+        self.matched: dict[str, list[str]] = {pattern: [] for pattern in self.patterns}
+
+    def __call__(self, name: str) -> bool:
+        hits = [pattern for pattern in self.patterns if fnmatch.fnmatchcase(name, pattern)]
+        for pattern in hits:
+            self.matched[pattern].append(name)
+        return bool(hits) == self.excluded_is_true
+
+    def excluded(self) -> list[str]:
+        return sorted({name for names in self.matched.values() for name in names})
+
+    def check_matched(self, parameters: list[str]) -> None:
+        """A glob that matched no parameter is likely a typo: a warning naming the closest parameter."""
+        for pattern, names in self.matched.items():
+            if not names:
+                close = closest(pattern, parameters)
+                warnings.warn(f"--no-decay {pattern}: no parameter's name matches it, so it leaves nothing out"
+                              + (f" (did you mean {close}?)" if close else ""), GradcWarning, stacklevel=2)
+
+
+def decay_exclusion(optimizer) -> DecayExclusion | None:
+    """The --no-decay exclusion an optimizer built by build_optimizer holds (AdamW's and Lamb's attribute), if any."""
+    for attribute in ("apply_decay_param_fun", "exclude"):
+        found = getattr(optimizer, attribute, None)
+        if isinstance(found, DecayExclusion):
+            return found
+    return None
+
+
 # shortcuts for Paddle's optimizer arguments: option -> argument name
 SHORTCUTS = {"beta1": "beta1", "beta2": "beta2", "epsilon": "epsilon", "momentum": "momentum",
              "nesterov": "use_nesterov"}
@@ -75,12 +118,13 @@ SHORTCUTS = {"beta1": "beta1", "beta2": "beta2", "epsilon": "epsilon", "momentum
 
 def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_schedule: str | None, arguments,
                     clip_global_norm, clip_norm, clip_value, l1, l2, decay_steps=None, gamma=None, warmup_steps=0,
-                    weight_decay=None, **shortcuts) -> Optimizer | None:
+                    weight_decay=None, no_decay=(), **shortcuts) -> Optimizer | None:
     """The Optimizer the options describe, or None without --optimizer (then no other option may be given)."""
     extras = {"--lr": learning_rate, "--gamma": gamma, "--lr-schedule": lr_schedule, "--opt": arguments or None,
               "--clip-global-norm": clip_global_norm,
               "--clip-norm": clip_norm, "--clip-value": clip_value, "--l1": l1, "--l2": l2,
               "--decay-steps": decay_steps, "--warmup-steps": warmup_steps or None, "--weight-decay": weight_decay,
+              "--no-decay": no_decay or None,
               **{f"--{name}": value for name, value in shortcuts.items()}}
     if optimizer is None:
         given = [name for name, value in extras.items() if value is not None]
@@ -114,6 +158,14 @@ def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_sched
             raise GradcError(f"{optimizer} has no --l1/--l2 weight decay" +
                              (f"; its own decay is --opt {own}=C" if own else ""))
         settings[REGULARIZER_ARGUMENT.get(optimizer, "weight_decay")] = L1Decay(l1) if l1 is not None else L2Decay(l2)
+    if no_decay:
+        if optimizer not in EXCLUSION_ARGUMENT:
+            raise GradcError(f"--no-decay: {optimizer} has no per-parameter decay to leave out (adamw and lamb have, "
+                             f"as Paddle's apply_decay_param_fun and exclude_from_weight_decay_fn)")
+        argument, excluded_is_true = EXCLUSION_ARGUMENT[optimizer]
+        if argument in settings:
+            raise GradcError(f"--no-decay and --opt {argument}=...: give one")
+        settings[argument] = DecayExclusion(no_decay, excluded_is_true)
     return make_optimizer(optimizer, **settings)
 
 

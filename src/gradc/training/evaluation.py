@@ -152,10 +152,14 @@ def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: D
     item = getattr(data, "item", "feed var")
     check_indices(program, {evaluation.label: labels}, data.source, item)
     classes = _classes(evaluation)
-    bad = out_of_range(labels, classes) if classes > 0 else None
+    # a loss op's ignore_index (padding in a tagger's labels) is left out of the accuracy, as of the loss
+    ignore = next((found.ignore_index for found in classifiers(program)
+                   if found.label == evaluation.label and found.scores == evaluation.scores), None)
+    bad = out_of_range(labels, classes, ignore) if classes > 0 else None
     if bad is not None:
+        allowed = f"0 to {classes - 1}" + (f", or {ignore} (its ignore_index)" if ignore is not None else "")
         raise label_error(data.source, item, evaluation.label, bad,
-                          f"the model's output '{evaluation.scores}' scores {classes} classes", f"0 to {classes - 1}")
+                          f"the model's output '{evaluation.scores}' scores {classes} classes", allowed)
 
 
 def _classes(evaluation: EvalPlan) -> int:
