@@ -1,6 +1,7 @@
 """An NLP engineer's and a performance-minded user's week (docs/tools.md): each fault found, as the behaviour it has
 now. The models are Paddle 3.3.1's, saved by paddle.jit.save as PIR (tools/paddle_user_week3.py)."""
 
+import gzip
 import json
 
 import numpy as np
@@ -48,8 +49,9 @@ def test_no_decay_leaves_biases_and_norms_out_of_adamw_decay_to_paddles_losses(m
     done = _compile(model, tmp_path, *NO_DECAY)
     decayed = set(META[model]["decayed"])
     excluded = sorted(set(META[model]["parameters"]) - decayed)
+    listed = ", ".join(excluded[:12]) + (f", ... ({len(excluded) - 12} more)" if len(excluded) > 12 else "")
     assert done.stdout.splitlines()[-1] == (f"no weight decay on {len(excluded)} of {len(META[model]['parameters'])} "
-                                            f"parameters (--no-decay): {', '.join(excluded)}")
+                                            f"parameters (--no-decay): {listed}")
     program = gradc.load(tmp_path / "train.pb")
     with_decay = {op.input("Param")[0] for op in program.global_block.ops
                   if op.type == "adamw" and op.attrs["with_decay"]}
@@ -130,3 +132,44 @@ def _bad_label(data: str, directory) -> str:
     path = directory / "bad.npz"
     np.savez(path, **changed)
     return str(path)
+
+
+def _compile_pir(directory, name: str = "train.json") -> None:
+    """The GPT's training program written as PIR, as `gradc compile ... -o train.json` writes it for Paddle."""
+    done = gradc_cli("compile", WEEK / "gpt_tied" / "model.json", "-o", directory / name, "--add-loss",
+                     "cross-entropy", "--optimizer", "adamw", "--clip-global-norm", "1.0", "--lr-schedule", "cosine",
+                     "--decay-steps", "6", "--warmup-steps", "2", *NO_DECAY)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_pir_training_program_trains_from_the_models_combined_parameters(tmp_path):
+    """Before, PIR keeps no op_role, so the forward part of a training program read back from .json kept its clipping
+    and schedule ops and their state: the model's .pdiparams 'belongs to another program' (36 values, 183 vars)."""
+    _compile_pir(tmp_path)
+    data = _labels_with_unit_axis("gpt_tied", tmp_path)
+    done = gradc_cli("train", tmp_path / "train.json", "--startup", tmp_path / "train.startup.json", "--params",
+                     WEEK / "gpt_tied" / "model.pdiparams", "--data", data, "--epochs", "2", "--batch-size", "4",
+                     "--fetch", "mean_0.tmp_0", "--save-params", tmp_path / "tuned.npz")
+    assert done.returncode == 0, done.stderr
+    assert "last step mean_0.tmp_0=3.11797" in done.stdout   # Paddle's 3.1179702 (tools/paddle_user_week3.py)
+    evaluated = gradc_cli("evaluate", tmp_path / "train.json", "--params", tmp_path / "tuned.npz", "--data", data)
+    assert evaluated.returncode == 0 and "loss: " in evaluated.stdout, evaluated.stderr
+
+
+def test_info_and_the_memory_estimate_of_a_pir_training_program_see_its_backward_and_optimizer(tmp_path):
+    """Before, `gradc info` called any PIR training program (Paddle's own too) one 'with a backward (...), no
+    optimizer', and `show --memory` counted the clipping's and schedule's values as kept for the backward."""
+    _compile_pir(tmp_path)
+    info = gradc_cli("info", tmp_path / "train.json")
+    assert info.stdout.splitlines()[1] == "kind: training program (74 backward, 126 optimizer ops)", info.stdout
+    _compile_pir(tmp_path, "train.pb")   # the same program with its op roles
+    kept = [gradc_cli("show", path, "--memory", "--batch-size", "4").stdout.splitlines()[5]
+            for path in (tmp_path / "train.json", tmp_path / "train.pb")]
+    assert kept[0] == kept[1] == "  kept for the backward    95.2 KiB"
+
+
+def test_info_of_paddles_own_pir_training_program_names_its_optimizer(tmp_path):
+    with gzip.open(DATA / "pir" / "optim_adamw" / "train.json.gz") as packed:
+        (tmp_path / "train.json").write_bytes(packed.read())
+    info = gradc_cli("info", tmp_path / "train.json")
+    assert info.stdout.splitlines()[1] == "kind: training program (9 backward, 4 optimizer ops)", info.stdout

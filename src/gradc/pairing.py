@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from . import registry
 from .ir import Block, OpDesc, Program, VarType
+from .ops.optimizer_checks import UPDATES
 
 FEED_FETCH, FORWARD, BACKWARD, OPTIMIZER = "feed/fetch", "forward", "backward", "optimizer"
 # Paddle's op_role bits: Backward 1, Optimize 2, LRSched 16, Loss 256
@@ -33,27 +34,70 @@ def _feed_fetch_names(block: Block) -> set[str]:
 
 def op_kinds(block: Block) -> list[str]:
     """The kind of each op of the block: by Paddle's op_role where the op has one; else by what it reads and
-    writes (the feed and fetch holders, grad vars)."""
+    writes (the feed and fetch holders, grad vars, an update op's type); in a block no op of which has a role (a PIR
+    program: PIR keeps none), by where it stands and whom it serves (_inferred_kinds)."""
     holders = _feed_fetch_names(block)
-    return [_kind(op, holders) for op in block.ops]
+    if any(_role(op) is not None for op in block.ops):
+        return [_kind(op, holders) for op in block.ops]
+    return _inferred_kinds(block.ops, holders)
+
+
+def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
+    """Grad ops by type; before the last of them, an op writing a grad var or reading a backward op's result is
+    backward (the seed, sums of partial grads, a grad PIR writes as a forward op); after the first update op,
+    every op is the optimizer's (state written back); then, from the last op back, an op whose outputs are all
+    read, and only by backward or optimizer ops (and, after the backward, fetch ops), is one of them: backward if a
+    backward op reads it, else the optimizer's (gradient clipping, decay, a learning-rate schedule)."""
+    typed = [_kind(op, holders, names=False) for op in ops]
+    last_grad = max((index for index, kind in enumerate(typed) if kind == BACKWARD), default=-1)
+    first_update = next((index for index, kind in enumerate(typed) if kind == OPTIMIZER), len(ops))
+    kinds = [BACKWARD if kind == FORWARD and index < last_grad and any(is_grad(n) for n in op.output_names())
+             else OPTIMIZER if kind == FORWARD and index > first_update else kind
+             for index, (op, kind) in enumerate(zip(ops, typed))]
+    backward_values: set[str] = set()
+    for index, op in enumerate(ops[:last_grad]):
+        if kinds[index] == FORWARD and backward_values.intersection(op.input_names()):
+            kinds[index] = BACKWARD   # a grad op PIR writes as a forward one (transpose's, scale's)
+        if kinds[index] == BACKWARD:
+            backward_values.update(op.output_names())
+    readers: dict[str, list[int]] = defaultdict(list)
+    for index, op in enumerate(ops):
+        for name in set(op.input_names()):
+            readers[name].append(index)
+    for index in range(len(ops) - 1, -1, -1):
+        outputs = set(ops[index].output_names())
+        if kinds[index] != FORWARD or not outputs or not all(readers[name] for name in outputs):
+            continue
+        served = {kinds[reader] for name in outputs for reader in readers[name] if reader != index}
+        if index > last_grad:
+            served.discard(FEED_FETCH)   # the backward's results fetched, as a PIR training program names them
+        if served and served <= {BACKWARD, OPTIMIZER}:
+            kinds[index] = BACKWARD if BACKWARD in served else OPTIMIZER
+    return kinds
 
 
 def op_kind(block: Block, op: OpDesc) -> str:
     return _kind(op, _feed_fetch_names(block))
 
 
-def _kind(op: OpDesc, holders: set[str]) -> str:
+def _kind(op: OpDesc, holders: set[str], names: bool = True) -> str:
+    """By role, else by type, and with ``names`` by the grad vars it writes."""
     if holders and any(n in holders for n in (*op.input_names(), *op.output_names())):
         return FEED_FETCH
-    role = op.attrs.get("op_role")
-    if isinstance(role, int) and not isinstance(role, bool):
+    role = _role(op)
+    if role is not None:
         if role & _OPTIMIZE_BITS:
             return OPTIMIZER
         return BACKWARD if role & _BACKWARD_BIT else FORWARD
     opdef = registry.get(op.type)
-    if (opdef is not None and opdef.grad_op_of) or any(is_grad(n) for n in op.output_names()):
+    if (opdef is not None and opdef.grad_op_of) or (names and any(is_grad(n) for n in op.output_names())):
         return BACKWARD
-    return FORWARD
+    return OPTIMIZER if op.type in UPDATES else FORWARD
+
+
+def _role(op: OpDesc) -> int | None:
+    role = op.attrs.get("op_role")
+    return role if isinstance(role, int) and not isinstance(role, bool) else None
 
 
 def is_loss(op: OpDesc) -> bool:

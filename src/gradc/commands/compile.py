@@ -82,8 +82,10 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         exclusion, undecayed = decay_exclusion(optimizer), None
         if exclusion is not None:
             exclusion.check_matched([param for param, _ in results["backward"]])
-            undecayed = (f"no weight decay on {len(exclusion.excluded())} of {len(results['backward'])} parameters "
-                         f"(--no-decay): {', '.join(exclusion.excluded())}")
+            excluded = exclusion.excluded()
+            listed = ", ".join(excluded[:12]) + (f", ... ({len(excluded) - 12} more)" if len(excluded) > 12 else "")
+            undecayed = (f"no weight decay on {len(excluded)} of {len(results['backward'])} parameters (--no-decay): "
+                         f"{listed}")
         problems = [] if no_verify else verify(prog, output)
         if problems:   # gradc's own output: a bug, reported before anything is written
             raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "

@@ -13,6 +13,7 @@ from ..io.pdiparams import persistable_names
 from ..ir import GRAD_SUFFIX, AttrType, Program, roles
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, op_kinds
 
 TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
 
@@ -49,7 +50,11 @@ def forward_part(program: Program) -> Program:
     """A copy without the training ops, in test mode, without the vars no op uses any more."""
     test = program.clone()
     block = test.global_block
-    block.ops = [op for op in block.ops if not is_training_op(op)]
+    kinds = op_kinds(block)   # a PIR program's ops have no op_role: inferred
+    dropped = {name for op, kind in zip(block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
+               for name in op.output_names()}
+    block.ops = [op for op, kind in zip(block.ops, kinds) if kind not in (BACKWARD, OPTIMIZER)
+                 and not is_training_op(op) and not (kind == FEED_FETCH and dropped.intersection(op.input_names()))]
     if not block.ops:
         raise GradcError("the program has no forward ops (only backward, optimizer or learning-rate ops)")
     set_test_mode(test)
