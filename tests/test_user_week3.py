@@ -173,3 +173,34 @@ def test_info_of_paddles_own_pir_training_program_names_its_optimizer(tmp_path):
         (tmp_path / "train.json").write_bytes(packed.read())
     info = gradc_cli("info", tmp_path / "train.json")
     assert info.stdout.splitlines()[1] == "kind: training program (9 backward, 4 optimizer ops)", info.stdout
+
+
+LINEAR = (f"LinearWarmup(learning_rate=PolynomialDecay(learning_rate={META['rate']}, "
+          f"decay_steps={META['decay_steps']}, end_lr=0.0), warmup_steps={META['warmup']}, start_lr=0.0, "
+          f"end_lr={META['rate']})")
+
+
+def test_a_host_written_schedule_is_named_at_compile_and_a_rate_stuck_at_0_warned_of_at_train(tmp_path):
+    """Before, a warm-up into a linear decay (a Paddle scheduler, written by the host) compiled without a word, and
+    `gradc train` without the same --lr-schedule ran every step at the startup's rate, 0: the same 4 losses each
+    epoch, silently. With it, Paddle's losses of LinearWarmup(PolynomialDecay)."""
+    done = gradc_cli("compile", WEEK / "gpt_tied" / "model.json", "-o", tmp_path / "train.pb", "--add-loss",
+                     "cross-entropy", "--optimizer", "adamw", "--clip-global-norm", "1.0", "--lr-schedule", LINEAR,
+                     *NO_DECAY)
+    assert done.returncode == 0, done.stderr
+    assert (f"the learning rate follows {LINEAR} only where gradc train is given --lr-schedule '{LINEAR}' too: the "
+            f"program holds one rate, its step-0 value 0") in done.stdout.splitlines()
+    data = _labels_with_unit_axis("gpt_tied", tmp_path)
+    train = ("train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", "--params",
+             WEEK / "gpt_tied" / "model.pdiparams", "--data", data, "--epochs", "2", "--batch-size", "4", "--json")
+    stuck = gradc_cli(*train)
+    assert stuck.returncode == 0
+    assert stuck.stderr.splitlines() == [
+        "gradc: warning: the learning rate 'learning_rate_0' is 0 and no op of the program changes it, so no step "
+        "will move the parameters: a Paddle scheduler given to gradc compile --lr-schedule is written by the host, so "
+        "give gradc train the same --lr-schedule (or --lr RATE)"]
+    scheduled = gradc_cli(*train, "--lr-schedule", LINEAR, "--log-every", "1")
+    assert scheduled.returncode == 0 and scheduled.stderr == "", scheduled.stderr
+    losses = [line["values"]["mean_0.tmp_0"] for line in map(json.loads, scheduled.stdout.splitlines())
+              if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META["gpt_tied"]["linear_losses"], rtol=2e-6)

@@ -75,9 +75,15 @@ def decays(name):
     return not (".b_" in name or name.startswith("layer_norm"))
 
 
-def paddle_losses(model, data, inputs, epochs):
-    schedule = paddle.optimizer.lr.LinearWarmup(paddle.optimizer.lr.CosineAnnealingDecay(RATE, DECAY), WARMUP,
-                                                0.0, RATE)
+def decayed_rate(linear):
+    """LinearWarmup from 0 into cosine annealing, or into a linear decay to 0 (PolynomialDecay of power 1)."""
+    lr = paddle.optimizer.lr
+    after = lr.PolynomialDecay(RATE, DECAY, 0.0) if linear else lr.CosineAnnealingDecay(RATE, DECAY)
+    return lr.LinearWarmup(after, WARMUP, 0.0, RATE)
+
+
+def paddle_losses(model, data, inputs, epochs, linear=False):
+    schedule = decayed_rate(linear)
     optimizer = paddle.optimizer.AdamW(schedule, parameters=model.parameters(), weight_decay=WEIGHT_DECAY,
                                        apply_decay_param_fun=decays, grad_clip=nn.ClipGradByGlobalNorm(CLIP))
     losses = []
@@ -100,10 +106,14 @@ def build(out, name, model, data, inputs, specs, epochs=2):
     directory.mkdir(parents=True, exist_ok=True)
     paddle.jit.save(model, str(directory / "model"), input_spec=specs)
     np.savez(directory / "train.npz", **data)
+    initial = {key: value.clone() for key, value in model.state_dict().items()}
     model.train()
     losses = paddle_losses(model, data, inputs, epochs)
+    model.set_state_dict(initial)
+    linear = paddle_losses(model, data, inputs, epochs, linear=True)
     decayed = sorted(p.name for p in model.parameters() if decays(p.name))
-    return {"losses": losses, "decayed": decayed, "parameters": sorted(p.name for p in model.parameters())}
+    return {"losses": losses, "linear_losses": linear, "decayed": decayed,
+            "parameters": sorted(p.name for p in model.parameters())}
 
 
 class Bert(nn.Layer):

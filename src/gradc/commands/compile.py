@@ -12,7 +12,9 @@ from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
+from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
 from .json_output import emit, recorded_warnings
@@ -122,6 +124,10 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
         more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
         say(f"wrote {startup_out} (initialises the {optimizer_name} learning rate{more})")
+    spec = optimizer_settings.get("lr_schedule")
+    if optimizer is not None and isinstance(optimizer.learning_rate, Schedule) and spec not in PROGRAM_SCHEDULES:
+        say(f"the learning rate follows {spec} only where gradc train is given --lr-schedule '{spec}' too: the "
+            f"program holds one rate, its step-0 value {optimizer.learning_rate(0):g}")
     if undecayed:
         say(undecayed)
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import click
+import numpy as np
 
-from ..errors import GradcError, Interrupted
+from ..errors import GradcError, GradcWarning, Interrupted
 from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
+from ..schedules import learning_rate_vars
 from ..training import Dataset, OneBatch, Trainer, load_params
 from ..training import save_params as write_model_params
 from ..training.interrupt import Stopped
@@ -131,6 +134,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
                        program)
+        if lr_schedule is None:
+            _warn_of_a_zero_rate(trainer)
     log = log_every or (1 if feed is not None else 10)
     reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log)
     try:
@@ -183,3 +188,16 @@ def _fresh_directory(wanted: Path) -> Path:
         number += 1
         candidate = wanted.with_name(f"{wanted.name}-{number}")
     return candidate
+
+
+def _warn_of_a_zero_rate(trainer) -> None:
+    """A learning rate of 0 that no op changes (a warm-up's first rate, the startup's value of a Paddle scheduler
+    the host should write) leaves every parameter as it is, step after step."""
+    for name in learning_rate_vars(trainer.program):
+        value = trainer.scope.find(name)
+        if value is not None and not np.any(value):
+            warnings.warn(f"the learning rate '{name}' is 0 and no op of the program changes it, so no step will "
+                          f"move the parameters: a Paddle scheduler given to gradc compile --lr-schedule is written "
+                          f"by the host, so give gradc train the same --lr-schedule (or --lr RATE)", GradcWarning,
+                          stacklevel=2)
+            return
