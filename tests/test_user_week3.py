@@ -204,3 +204,17 @@ def test_a_host_written_schedule_is_named_at_compile_and_a_rate_stuck_at_0_warne
     losses = [line["values"]["mean_0.tmp_0"] for line in map(json.loads, scheduled.stdout.splitlines())
               if line["event"] == "step"]
     np.testing.assert_allclose(losses, META["gpt_tied"]["linear_losses"], rtol=2e-6)
+
+
+def test_a_linear_decay_after_warm_up_is_a_schedule_of_the_program_with_paddles_losses(tmp_path):
+    """Before, `--lr-schedule linear` was unknown: only cosine and step were written as ops (a linear decay needed a
+    Paddle scheduler given to compile and train alike)."""
+    done = gradc_cli("compile", WEEK / "tagger" / "model.json", "-o", tmp_path / "train.pb", "--add-loss",
+                     "cross-entropy", "--optimizer", "adamw", "--clip-global-norm", str(META["clip"]), "--lr",
+                     str(META["rate"]), "--lr-schedule", "linear", "--decay-steps", str(META["decay_steps"]),
+                     "--warmup-steps", str(META["warmup"]), "--no-decay", "*.b_*")
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(_losses("tagger", tmp_path), META["tagger"]["linear_losses"], rtol=2e-6)
+    schedule = gradc.optimizers.ProgramSchedule("linear", 0.01, decay_steps=6, warmup_steps=2)
+    np.testing.assert_allclose([schedule(k) for k in range(10)],
+                               [0, 0.005, 0.01, 0.01 * 5 / 6, 0.01 * 4 / 6, 0.005, 0.01 * 2 / 6, 0.01 / 6, 0, 0])

@@ -187,7 +187,7 @@ def parse(spec: str) -> Schedule:
             raise GradcError(f"the learning-rate schedule {spec} needs its arguments: {tree.id}("
                              f"{', '.join(inspect.signature(SCHEDULES[tree.id]).parameters)}), as Paddle's class")
         if isinstance(tree, ast.Name):   # misspelt
-            meant = _did_you_mean(tree.id, [*SCHEDULES, "cosine", "step"])
+            meant = _did_you_mean(tree.id, [*SCHEDULES, "cosine", "linear", "step"])
             raise GradcError(f"cannot read the learning-rate schedule '{spec}'{meant}: give values (0.1,0.05) or "
                              f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)")
         values = ast.literal_eval(tree)

@@ -26,12 +26,13 @@ OPTIONS = [
                  help="Also append parameter updates (a training step), as Paddle's minimize() does."),
     click.option("--lr", "learning_rate", type=float, help=f"Learning rate (default {DEFAULT_LR})."),
     click.option("--lr-schedule", metavar="SPEC",
-                 help="cosine or step: the schedule as ops of the program (with --decay-steps, --gamma, "
+                 help="cosine, linear or step: the schedule as ops of the program (with --decay-steps, --gamma, "
                       "--warmup-steps; Paddle runs it as it is). Or a Paddle scheduler, e.g. "
                       "'StepDecay(learning_rate=0.1, step_size=2)': the startup holds its step-0 value; give the "
                       "same to gradc train --lr-schedule."),
     click.option("--decay-steps", type=click.IntRange(min=1), metavar="N",
-                 help="cosine: the steps from the full rate to 0 (T_max); step: the steps between decays."),
+                 help="cosine: the steps from the full rate to 0 (T_max); linear: the same (decay_steps); step: the "
+                      "steps between decays."),
     click.option("--gamma", type=float, help=f"step: the factor of each decay (default {DEFAULT_GAMMA})."),
     click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
                  help="Rise linearly from 0 to --lr over the first N steps (ops in the program), then the schedule."),
@@ -199,5 +200,5 @@ def schedule(spec: str | None, learning_rate: float, decay_steps, gamma: float, 
     if spec in KINDS or (spec is None and warmup_steps):
         return ProgramSchedule(spec or "constant", learning_rate, decay_steps, gamma, warmup_steps)
     if decay_steps is not None or warmup_steps:
-        raise GradcError("--decay-steps and --warmup-steps go with --lr-schedule cosine or step")
+        raise GradcError("--decay-steps and --warmup-steps go with --lr-schedule cosine, linear or step")
     return parse(spec) if spec else learning_rate

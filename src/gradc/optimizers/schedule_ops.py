@@ -5,7 +5,8 @@ runs such a program as it is, gradc train needs no --lr-schedule, and a checkpoi
 
     Adam(learning_rate=ProgramSchedule("cosine", 0.01, decay_steps=1000, warmup_steps=100)).minimize(program)
 
-cosine: base (1 + cos(pi s / decay_steps)) / 2 (Paddle's CosineAnnealingDecay with eta_min 0); step: base
+cosine: base (1 + cos(pi s / decay_steps)) / 2 (Paddle's CosineAnnealingDecay with eta_min 0); linear: base
+(1 - min(s, decay_steps) / decay_steps) (PolynomialDecay with power 1, end_lr 0); step: base
 gamma^floor(s / decay_steps) (StepDecay); constant: base. With warmup_steps W: base k / W for k < W (LinearWarmup
 from 0), then the schedule of s = k - W. All ops carry op_role LRSched, so evaluation and export drop them.
 """
@@ -20,10 +21,11 @@ from ..schedules import Schedule
 from .emit import LR_SCHEDULE, Emitter
 
 COUNTER = "@LR_DECAY_COUNTER@"
-KINDS = ("cosine", "step", "constant")
+KINDS = ("cosine", "linear", "step", "constant")
 
 
-SPANS = {"cosine": "the steps from the full rate to 0", "step": "the steps between two decays"}
+SPANS = {"cosine": "the steps from the full rate to 0", "linear": "the steps from the full rate to 0",
+         "step": "the steps between two decays"}
 
 
 class ProgramSchedule(Schedule):
@@ -47,6 +49,8 @@ class ProgramSchedule(Schedule):
         s = step - self.warmup_steps
         if self.kind == "cosine":
             return self.base * (1 + math.cos(math.pi * s / self.decay_steps)) / 2
+        if self.kind == "linear":
+            return self.base * (1 - min(s, self.decay_steps) / self.decay_steps)
         if self.kind == "step":
             return self.base * self.gamma ** (s // self.decay_steps)
         return self.base
@@ -61,6 +65,9 @@ class ProgramSchedule(Schedule):
         if self.kind == "cosine":
             angle = ops.scale(s, math.pi / self.decay_steps)
             decayed = ops.scale(ops.out("cos", {"X": [angle]}), self.base / 2, self.base / 2)
+        elif self.kind == "linear":
+            done = ops.out("elementwise_min", {"X": [s], "Y": [ops.constant(float(self.decay_steps))]})
+            decayed = ops.scale(done, -self.base / self.decay_steps, self.base)
         elif self.kind == "step":
             stage = ops.cast(ops.out("elementwise_floordiv", {"X": [counter if not self.warmup_steps else
                                                                     ops.round_down(s)],
