@@ -7,6 +7,7 @@ forward from the differentiable leaves (what depends on something that wants a g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import NamedTuple
 
 from .. import registry
@@ -20,7 +21,7 @@ class OpPath:
     wants_grad: set[str]    # vars whose gradient is computed
     no_grad: set[str] = field(default_factory=set)   # the user's no-grad set, for sub-blocks
     sub_paths: dict = field(default_factory=dict)    # sub-block paths found so far, shared by a whole pass
-    carried: set[str] = field(default_factory=set)   # vars whose value at the end depends on a leaf
+    carrying: dict[str, bool] = field(default_factory=dict)   # var -> whether its value at the end depends on a leaf
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -78,42 +79,51 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     the outer vars that want a gradient). A name an op overwrites starts a new value: it depends on
     a leaf only if that op carries one."""
     sub_paths = {} if sub_paths is None else sub_paths
-    carries = set(leaves or ())   # vars whose current value depends on a differentiable leaf
-    written: set[str] = set()
-    carried_inputs = []           # per op: its differentiable inputs that carry when it runs
-    outputs_of = [op.output_names() for op in ops]
     differentiable = _DifferentiableVars(block, no_grad)
     facts_of = _Facts()
     op_facts = [facts_of[op.type] for op in ops]
+    outputs_of = [op.output_names() for op in ops]
+    partly_written = [] if all(facts.overwrites for facts in facts_of.values()) else \
+        [name for outputs, facts in zip(outputs_of, op_facts) if not facts.overwrites for name in outputs]
+    carrying = _Carrying(differentiable, leaves, partly_written)
+    carried_inputs = []   # per op: its differentiable inputs that carry when it runs
     # per op, loops and filter() rather than comprehensions: Python 3.11 runs each comprehension in a frame of its own
-    is_differentiable = differentiable.__getitem__
+    is_carrying, is_differentiable, keep = carrying.__getitem__, differentiable.__getitem__, carrying.setdefault
     for op, outputs, facts in zip(ops, outputs_of, op_facts):
         skip = facts.skip
-        inputs = []
-        for slot, args in op.inputs.items():
-            if slot not in skip:
-                inputs += args
-        if leaves is None:
-            for name in inputs:
-                if name not in written and differentiable[name]:
-                    carries.add(name)
-            written.update(outputs)
-        carried = list(filter(carries.__contains__, inputs)) if facts.has_grad else []
+        if skip:
+            inputs = []
+            for slot, args in op.inputs.items():
+                if slot not in skip:
+                    inputs += args
+            carried = list(filter(is_carrying, inputs))
+        else:
+            carried = list(filter(is_carrying, chain.from_iterable(op.inputs.values())))
+        if not facts.has_grad:   # read all the same: a leaf's first read counts
+            carried = []
         carried_inputs.append(carried)
         if facts.overwrites:
-            carries.difference_update(outputs)
-        if carried:
-            carries.update(filter(is_differentiable, outputs))
+            for name in outputs:
+                carrying[name] = is_differentiable(name) if carried else False
+        else:
+            for name in outputs:
+                if carried and is_differentiable(name):
+                    carrying[name] = True
+                else:
+                    keep(name, False)
 
     needed = set(targets)   # vars whose current value's gradient reaches the targets
     wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
+    # a name enters needed differentiable, unless a target or a given leaf is not: then outputs are checked
+    checked = all(map(is_differentiable, targets | (leaves or set())))
     on_path = []
-    for idx in range(len(ops) - 1, -1, -1):
-        inputs = carried_inputs[idx]
-        outputs = list(filter(is_differentiable, filter(needed.__contains__, outputs_of[idx])))
-        facts = op_facts[idx]
+    for idx, inputs, all_outputs, facts in zip(range(len(ops) - 1, -1, -1), reversed(carried_inputs),
+                                               reversed(outputs_of), reversed(op_facts)):
+        outputs = list(filter(needed.__contains__, all_outputs))
+        if outputs and not checked:
+            outputs = list(filter(is_differentiable, outputs))
         if facts.overwrites:
-            needed.difference_update(outputs_of[idx])
+            needed.difference_update(all_outputs)
         if inputs and outputs:
             if facts.control and registry.sub_block(ops[idx]) is not None:   # only what its body uses
                 inner = sub_block_path(block.program, ops[idx], set(outputs), set(inputs), no_grad, sub_paths)[0]
@@ -124,7 +134,28 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, wants, no_grad, sub_paths, carries)
+    return OpPath(on_path, wants, no_grad, sub_paths, carrying)
+
+
+class _Carrying(dict):
+    """name -> whether its current value depends on a leaf, as a sweep over the ops goes. Without ``leaves`` given,
+    every differentiable var counts until an op writes it (a leaf if read first); a name that an op writes without
+    overwriting it (a partial write, a control-flow op) is only entered when first read or written, as is a var
+    of an enclosing block, so that a write alone leaves it carrying nothing."""
+
+    def __init__(self, differentiable: _DifferentiableVars, leaves: set[str] | None, partly_written: list[str]):
+        if leaves is not None:
+            super().__init__(dict.fromkeys(leaves, True))
+            self.first_read = None
+            return
+        super().__init__(differentiable)
+        for name in partly_written:
+            self.pop(name, None)
+        self.first_read = differentiable
+
+    def __missing__(self, name: str) -> bool:
+        result = self[name] = self.first_read is not None and self.first_read[name]
+        return result
 
 
 def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_grad: set[str],
@@ -141,7 +172,8 @@ def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_
         # a loop var the body writes from a leaf is one at the next iteration's start too: DIEN's state array, read
         # before the write of an iteration, carried the gradient of none of the steps before
         while loop_vars:
-            more, fed = (path.wants_grad & outputs) - targets, (path.carried & loop_vars) - leaves
+            more = (path.wants_grad & outputs) - targets
+            fed = {name for name in loop_vars if path.carrying.get(name)} - leaves
             if not more and not fed:
                 break
             targets, leaves = targets | more, leaves | fed
