@@ -113,6 +113,13 @@ class OpDef:
         """The BLOCK attribute naming the block a control-flow op runs, or None."""
         return next((name for name, kind in self.attr_types.items() if kind == AttrType.BLOCK), None)
 
+    @cached_property
+    def input_rules(self) -> tuple[tuple[str, bool, bool], ...]:
+        """(input slot, whether it must hold a var, whether it holds at most one): what slot_problem checks per op.
+        A control-flow op's list of the outer vars its block reads is empty when the block reads none."""
+        return tuple((name, not slot.dispensable and not (slot.duplicable and self.sub_block_attr), not slot.duplicable)
+                     for name, slot in zip(self.inputs, map(self.slots.__getitem__, self.inputs)))
+
     def slot(self, name: str) -> Slot | None:
         return self.slots.get(name)
 
@@ -175,6 +182,8 @@ def attr_type_problem(op: OpDesc) -> str | None:
     if opdef.sub_block_attr and op.attr_types.get(opdef.sub_block_attr) != AttrType.BLOCK:
         return f"attribute '{opdef.sub_block_attr}' must name the block the op runs"
     declared_types = opdef.attr_types
+    if declared_types.items() >= op.attr_types.items():   # every attribute of its declared type: most ops, no loop
+        return None
     for name, kind in op.attr_types.items():
         declared = declared_types.get(name)
         if declared is None or declared == kind:
@@ -196,12 +205,12 @@ def attr_type_problem(op: OpDesc) -> str | None:
 def slot_problem(op: OpDesc) -> str | None:
     """A required input slot that is empty, or a single-var slot holding several."""
     opdef, given = _loaded(OPS, op.type) or OPS.get(op.type), op.inputs
-    for name in opdef.inputs if opdef is not None else ():
-        slot, args = opdef.slots[name], given.get(name, ())
-        # a control-flow op's list of the outer vars its block reads is empty when the block reads none
-        if not args and not slot.dispensable and not (slot.duplicable and opdef.sub_block_attr):
-            return f"the required input slot '{name}' is empty"
-        if len(args) > 1 and not slot.duplicable:
+    for name, required, single in opdef.input_rules if opdef is not None else ():
+        args = given.get(name)
+        if not args:
+            if required:
+                return f"the required input slot '{name}' is empty"
+        elif single and len(args) > 1:
             return f"input slot '{name}' takes one var, not {len(args)}"
     return None
 

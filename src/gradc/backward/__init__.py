@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
+from itertools import compress
+from operator import attrgetter
 
 from ..errors import GradcWarning, GradError
 from ..gcpause import gc_paused
@@ -60,12 +62,13 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     block = program.global_block
     check_definitions(program)
     resolved = [(*resolve_loss(block, target, any_shape, what), given) for target, given in targets]
-    all_params = [name for name, var in block.vars.items() if var.is_parameter]
+    # one pass in C over the block's thousands of vars
+    all_params = list(compress(block.vars, map(attrgetter("is_parameter"), block.vars.values())))
     params = all_params if parameter_list is None else list(parameter_list)
-    unknown = [p for p in params if block.find_var(p) is None]
-    if unknown:
-        raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
     if parameter_list is not None:
+        unknown = [p for p in params if block.find_var(p) is None]
+        if unknown:
+            raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
         check_float(block, params, "parameter")
     unknown = sorted(name for name in set(no_grad_set or ()) if not any(b.find_var(name) for b in program.blocks))
     if unknown:

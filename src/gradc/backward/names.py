@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import chain
 
 from ..ir import GRAD_SUFFIX, Program
 from ..ops.pylayer import user_backward_blocks
@@ -24,7 +25,7 @@ class GradNames(dict):
     def __init__(self, program: Program):
         super().__init__()
         protocol = user_backward_blocks(program)
-        self.taken = {name for block in program.blocks if block.idx not in protocol for name in block.vars}
+        self.taken = set(chain.from_iterable(block.vars for block in program.blocks if block.idx not in protocol))
 
     def __missing__(self, var: str) -> str:
         name, count = var + GRAD_SUFFIX, 2
