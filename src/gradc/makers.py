@@ -188,22 +188,27 @@ class GradOp:
             layout = self._new_layout(opdef)
         _, grad_type, uses, output_grads, input_grads = layout
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
+        # most slots hold one var: a one-item list built directly, without map's or a comprehension's call
         inputs = {}
         for slot, is_input in uses:
             inputs[slot] = list((forward_inputs if is_input else forward_outputs).get(slot, ()))
         for slot, grad_slot in output_grads:
-            inputs[grad_slot] = list(map(grad_of, forward_outputs.get(slot, ())))
+            args = forward_outputs.get(slot, ())
+            inputs[grad_slot] = [grad_of(args[0])] if len(args) == 1 else list(map(grad_of, args))
         outputs = {}
         for slot, grad_slot in input_grads:
             args = forward_inputs.get(slot, ())
-            if len(args) == 1:   # most slots hold one var: its grad or nothing, without a comprehension's frame
+            if len(args) == 1:
                 outputs[grad_slot] = [grad_of(args[0])] if wants(args[0]) else []
                 continue
             grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in args]
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
-        op.type, op.inputs, op.outputs = grad_type, inputs, outputs
-        (op.attrs, op.attr_types), op.var_attrs = with_defaults(fwd, opdef), fwd.var_attrs
+        op.type, op.inputs, op.outputs, op.var_attrs = grad_type, inputs, outputs, fwd.var_attrs
+        if opdef.attrs.keys() <= fwd.attrs.keys():   # with_defaults' common case, without its call
+            op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
+        else:
+            op.attrs, op.attr_types = with_defaults(fwd, opdef)
         op.is_target, op.repeated_attrs = None, []
         return [op]
 

@@ -3,6 +3,8 @@ table gradient of a lookup with is_sparse, and a sum whose addends are all Selec
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from ..ir import Block, OpDesc, VarType
 
 # op -> its output slot that is sparse when the op has is_sparse
@@ -11,6 +13,9 @@ SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD", "lookup_table_grad": "W@
 
 def mark_sparse_grads(block: Block, ops: list[OpDesc]) -> None:
     """Declare SELECTED_ROWS the vars the ``ops`` (in order) write sparse."""
+    types = set(map(attrgetter("type"), ops))   # most backwards have no op that may write one: no test per op
+    if types.isdisjoint(SPARSE_TABLE_GRADS) and "sum" not in types:
+        return
     for op in ops:
         if op.type in SPARSE_TABLE_GRADS and op.attrs.get("is_sparse"):
             names = op.outputs.get(SPARSE_TABLE_GRADS[op.type], [])
