@@ -10,7 +10,7 @@ from ..makers import GradOp
 from . import control_flow
 from .accumulate import GradAccumulator
 from .job import BlockBackward
-from .legacy import prepare_forward
+from .legacy import may_need_preparing, prepare_forward
 from .vars import TmpVars, lookup
 
 
@@ -95,13 +95,19 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     stale_reads = versions.may_be_stale(job.forward_block)
     earlier = Earlier(job)
     get_opdef = registry.get
+    of_type: dict[str, tuple] = {}   # op type -> (its definition, whether its ops may need prepare_forward)
     grad_of = names.__getitem__   # the same lookup as names(var), without the call through the class's __call__
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
-        opdef = get_opdef(fwd.type)
+        known = of_type.get(fwd.type)
+        if known is None:
+            opdef = get_opdef(fwd.type)
+            known = of_type[fwd.type] = opdef, opdef is not None and may_need_preparing(fwd.type, opdef)
+        opdef, prepare = known
         written = set()
         if idx in on_path:
-            prepare_forward(job.forward_block, idx, fwd, opdef)
+            if prepare:
+                prepare_forward(job.forward_block, idx, fwd, opdef)
             maker = opdef.grad
             grad_ops = []
             try:

@@ -27,14 +27,26 @@ _NEEDS: dict[str, _TypeNeeds] = {}   # op type -> what its grad op needs of the 
 _TRAINING_MODE = {"rnn": {"is_test": False, "dropout_prob": 0.0}, "while": {"is_test": False}}
 
 
-def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
-    """Make the forward op ``op`` (block ``block``, index ``idx``) what its grad op reads."""
-    needs = _NEEDS.get(op.type)
+def _type_needs(type: str, opdef) -> _TypeNeeds:
+    needs = _NEEDS.get(type)
     if needs is None or needs.opdef is not opdef or needs.grad is not opdef.grad:
         uses = opdef.grad.uses if isinstance(opdef.grad, GradOp) else ()
-        needs = _NEEDS[op.type] = _TypeNeeds(
+        needs = _NEEDS[type] = _TypeNeeds(
             opdef, opdef.grad, tuple(s for s in uses if s in opdef.outputs and opdef.slots[s].extra),
             tuple(name for name, kind in opdef.attr_types.items() if kind == AttrType.BOOLEAN))
+    return needs
+
+
+def may_need_preparing(type: str, opdef) -> bool:
+    """Whether prepare_forward may change an op of this type: most types never need it, and the backward, asking
+    once a type, skips the call."""
+    needs = _type_needs(type, opdef)
+    return bool(needs.bools or needs.extra_reads) or type in _TRAINING_MODE
+
+
+def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
+    """Make the forward op ``op`` (block ``block``, index ``idx``) what its grad op reads."""
+    needs = _type_needs(op.type, opdef)
     for name in needs.bools:
         if op.attr_types.get(name) == AttrType.INT:
             op.set_attr(name, bool(op.attrs[name]), AttrType.BOOLEAN)
