@@ -88,18 +88,20 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         [name for outputs, facts in zip(outputs_of, op_facts) if not facts.overwrites for name in outputs]
     carrying = _Carrying(differentiable, leaves, partly_written)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
-    # per op, loops and filter() rather than comprehensions: Python 3.11 runs each comprehension in a frame of its own
+    # per op, plain loops: no comprehension (a frame of its own in Python 3.11), no filter objects for an op's few names
     is_carrying, is_differentiable, keep = carrying.__getitem__, differentiable.__getitem__, carrying.setdefault
     for op, outputs, facts in zip(ops, outputs_of, op_facts):
         skip = facts.skip
+        carried = []
         if skip:
-            inputs = []
             for slot, args in op.inputs.items():
                 if slot not in skip:
-                    inputs += args
-            carried = list(filter(is_carrying, inputs))
+                    carried += filter(is_carrying, args)
         else:
-            carried = list(filter(is_carrying, chain.from_iterable(op.inputs.values())))
+            for args in op.inputs.values():
+                for name in args:
+                    if carrying[name]:
+                        carried.append(name)
         if not facts.has_grad:   # read all the same: a leaf's first read counts
             carried = []
         carried_inputs.append(carried)
@@ -120,7 +122,10 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     on_path = []
     for idx, inputs, all_outputs, facts in zip(range(len(ops) - 1, -1, -1), reversed(carried_inputs),
                                                reversed(outputs_of), reversed(op_facts)):
-        outputs = list(filter(needed.__contains__, all_outputs))
+        if len(all_outputs) == 1:   # most ops: one output, tested without filter's objects
+            outputs = all_outputs if all_outputs[0] in needed else ()
+        else:
+            outputs = list(filter(needed.__contains__, all_outputs))
         if outputs and not checked:
             outputs = list(filter(is_differentiable, outputs))
         if facts.overwrites:
