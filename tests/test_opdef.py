@@ -142,6 +142,20 @@ def test_empty_required_and_optional_slots():
         gradc.Executor().run(program, {}, ["y"], gradc.Scope())
 
 
+@pytest.mark.parametrize("op", [
+    gradc.OpDesc("tanh", {"X": ["x"]}, {"Out": ["y"]}),                                # no problem
+    gradc.OpDesc("tanh", {"X": []}, {"Out": ["y"]}),                                   # a required slot empty
+    gradc.OpDesc("tanh", {"X": ["a", "b"]}, {"Out": ["y"]}),                           # two vars in a single slot
+    gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": "two"}),             # a string for a float
+    gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"op_namescope": "/"}),        # an undeclared attribute
+    gradc.OpDesc("while", {"X": [], "Condition": ["c"]}, {"Out": [], "StepScopes": ["s"]}, {"sub_block": 3}),
+    gradc.OpDesc("no_such_op", {"X": []}, {"Out": ["y"]}),
+], ids=["ok", "empty", "two", "attr", "undeclared", "sub_block", "unknown"])
+def test_definition_problem_is_the_slot_problem_else_the_attribute_problem(op):
+    """The backward's one-call check says what the two checks say, in their order."""
+    assert registry.definition_problem(op) == (registry.slot_problem(op) or registry.attr_type_problem(op))
+
+
 def test_a_plan_follows_the_program_through_a_pass():
     """A pass that widens the program to float64 after a run: the same executor rebuilds its plan once."""
     net = ProgramBuilder()

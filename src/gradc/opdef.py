@@ -202,6 +202,22 @@ def attr_type_problem(op: OpDesc) -> str | None:
     return None
 
 
+def definition_problem(op: OpDesc) -> str | None:
+    """slot_problem(op) or attr_type_problem(op), with the definition looked up once and the common case (every rule
+    met, every attribute of its declared type) decided in one call: the backward checks every op of a program."""
+    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
+    if opdef is None:
+        return None
+    given = op.inputs
+    for name, required, single in opdef.input_rules:
+        args = given.get(name)
+        if (required and not args) or (single and args and len(args) > 1):
+            return slot_problem(op)
+    if opdef.sub_block_attr or not opdef.attr_types.items() >= op.attr_types.items():
+        return attr_type_problem(op)
+    return None
+
+
 def slot_problem(op: OpDesc) -> str | None:
     """A required input slot that is empty, or a single-var slot holding several."""
     opdef, given = _loaded(OPS, op.type) or OPS.get(op.type), op.inputs

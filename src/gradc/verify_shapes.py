@@ -29,10 +29,10 @@ def _definition_problems(block, idx: int, op) -> Iterator[str]:
 def check_definitions(program: Program) -> None:
     """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
     the executor assume before they read an op. A loop, not a generator per op: a backward checks thousands."""
-    slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
+    definition_problem = registry.definition_problem
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
-            problem = slot_problem(op) or attr_type_problem(op)
+            problem = definition_problem(op)
             if problem:
                 raise ProgramError(f"{op_location(block.idx, idx, op.type)}: {problem}")
 
@@ -93,13 +93,13 @@ def check_shapes(program: Program) -> None:
 def shape_problems(program: Program) -> Iterator[str]:
     """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
     is broken)."""
-    slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
+    definition_problem = registry.definition_problem
     carried = _loop_carried(program)
     for block in program.blocks:
         complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
         reshaped = _Reshaped(block, carried.get(block.idx, frozenset()))
         for idx, op in enumerate(block.ops):
-            if slot_problem(op) or attr_type_problem(op):
+            if definition_problem(op):
                 yield from _definition_problems(block, idx, op)
                 continue
             try:
