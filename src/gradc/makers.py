@@ -206,7 +206,7 @@ class GradOp:
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs, op.var_attrs = grad_type, inputs, outputs, fwd.var_attrs
         if opdef.attrs.keys() <= fwd.attrs.keys():   # with_defaults' common case, without its call
-            op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
+            op.attrs, op.attr_types = fwd.attrs.copy(), fwd.attr_types.copy()
         else:
             op.attrs, op.attr_types = with_defaults(fwd, opdef)
         op.is_target, op.repeated_attrs = None, []

@@ -104,7 +104,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             opdef = get_opdef(fwd.type)
             known = of_type[fwd.type] = opdef, opdef is not None and may_need_preparing(fwd.type, opdef)
         opdef, prepare = known
-        written = set()
+        written = ()
         if idx in on_path:
             if prepare:
                 prepare_forward(job.forward_block, idx, fwd, opdef)
@@ -120,7 +120,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                     outputs = grad_op.output_names()
                     if any(outputs):   # a grad op that writes no wanted grad is dropped
                         grad_ops.append(grad_op)
-                        written.update(outputs)   # before append renames a second writer's output
+                        # before append renames a second writer's output; the one grad op of most ops' short list
+                        # as it is, else a set (an op with many outputs tests each against it)
+                        written = outputs if not written and len(outputs) <= 8 else {*written, *outputs}
             except IndexError:
                 _check_outputs_present(job, idx, opdef)
                 raise
