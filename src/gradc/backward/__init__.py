@@ -73,7 +73,9 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     unknown = sorted(name for name in set(no_grad_set or ()) if not any(b.find_var(name) for b in program.blocks))
     if unknown:
         raise GradError(f"no-grad var(s) not declared in the program: {', '.join(unknown)}")
-    no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
+    no_grad = set(no_grad_set or ())
+    if parameter_list is not None:   # the parameters left out get none
+        no_grad |= set(all_params) - set(params)
 
     names = GradNames(program)
     seeds = [ones_seed(block, target, names(target)) if given is None
@@ -84,7 +86,7 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     path = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names, seeds=seeds)
     roles.set_roles(loss_ops, roles.LOSS)
     roles.set_roles(seeds, roles.LOSS | roles.BACKWARD)
-    pairs = [(p, names(p)) for p in params if p in path.wants_grad]
+    pairs = [(p, names[p]) for p in params if p in path.wants_grad]
     roles.tag_param_grads(block.ops[first_backward:], pairs)
     return pairs
 
