@@ -49,6 +49,13 @@ def test_a_derived_var_is_its_source_but_for_its_name_and_flags():
     assert var.shape is not source.shape and var.attrs is not source.attrs
 
 
+def test_a_shape_assigned_as_a_tuple_is_derived_as_a_list():
+    net, loss = two_layer()
+    net.block.var("w").shape = (3, 2)   # VarDesc takes any sequence; the backward copies lists the fast way
+    gradc.append_backward(net.program, loss)
+    assert net.block.var("w@GRAD").shape == [3, 2]
+
+
 def test_stop_gradient_prunes_everything_behind_it():
     net, loss = two_layer(stop_hidden=True)
     gradc.append_backward(net.program, loss)
