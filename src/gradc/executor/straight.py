@@ -6,13 +6,17 @@ remain: they cost as much as a small op's arithmetic.
 
 The function is ``run(V, P, S, loop)``: V the run's own values, P the caller's (parameters), S the run's scope
 (for vars further out), ``loop(rows)`` the executor's loop over plan rows (the op's kernel). Inline steps write V
-only: the executor runs this code only when no outer scope holds a var they write."""
+only: the executor runs this code only when no outer scope holds a var they write. The vars no op writes are read
+once a run (``C``), and an op whose inputs are known arrays skips the checks they make needless (facts.py)."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
+from ..ir import VarType
 from .direct.inline import GUARD, OUTPUTS, ROW_NAMES, Inline, row_code, slot_token
+from .facts import RULES, Unwritten, trusting_guard
 from .liveness import shape_stub
 from .scope import MISSING
 
@@ -25,13 +29,29 @@ class _Source:
         self.lines: list[str] = []
         self.names = {**ROW_NAMES, "stub": shape_stub, "MISSING": MISSING, "WARM": range(8)}
         self.shared: dict[tuple[str, int], str] = {}   # (kind, id of a dtype) -> the one global naming its constant
+        self.facts: dict[str, tuple] = {}   # var -> (dtype, rank or None) it has while ``sure`` holds
+        self.unwritten: dict[str, int] = {}   # var no op writes -> its declared rank
+        self.once: tuple[list, list, list] = ([], [], [])   # names, dtypes, ranks of the vars read into C
+        self.indices: dict[str, int] = {}   # var -> its index in C
+        self.writers: Counter = Counter()   # var -> how many ops write it (facts hold for a var of one writer)
 
     def start_part(self) -> None:
         # CPython 3.11 specializes a function's bytecode from its 8th call or backward jump on: 8 empty loop turns
         # make the first call run specialized code, as every call of a training loop does
-        self.lines = [f"def part{len(self.parts)}(V, P, S, loop):", "    pop = V.pop", "    for _ in WARM:",
+        self.lines = [f"def part{len(self.parts)}(V, P, S, loop, C, sure):", "    pop = V.pop", "    for _ in WARM:",
                       "        pass"]
         self.parts.append(self.lines)
+
+    def read_once(self, name: str, dtype) -> str:
+        """The code reading a var no op writes from C (its first reader's dtype is what the code assumes)."""
+        names, dtypes, ranks = self.once
+        if name not in self.facts:
+            self.facts[name] = (dtype, self.unwritten[name])
+            self.indices[name] = len(names)
+            names.append(name)
+            dtypes.append(dtype)
+            ranks.append(self.unwritten[name])
+        return f"C[{self.indices[name]}]"
 
     def bind(self, name: str, value) -> str:
         self.names[name] = value
@@ -56,10 +76,12 @@ def build(plan) -> callable:
     for index, lines in enumerate(source.parts):
         exec(compile("\n".join(lines) + "\n", f"<gradc plan part {index}>", "exec"), namespace)
     parts = [namespace[f"part{index}"] for index in range(len(source.parts))]
+    unwritten = Unwritten(*source.once)
 
     def run(V, P, S, loop):
+        C, sure = unwritten.read(V, P, S)
         for part in parts:
-            part(V, P, S, loop)
+            sure = part(V, P, S, loop, C, sure)
     return run
 
 
@@ -71,6 +93,8 @@ def source_text(plan) -> str:
 def _generate(plan) -> _Source:
     """The plan's code, in parts of PART_OPS ops, and the names it refers to."""
     source = _Source()
+    source.unwritten = _unwritten(plan)
+    source.writers = Counter(name for step in plan.steps for name in dict.fromkeys(step.ctx.op.output_names()))
     made: set[str] = set()   # vars an earlier inline or direct step writes into V: read from V alone
     held = {name: f"h{n}" for n, name in enumerate(_held(plan))}   # vars that live in a local, not in V
     pending: list = []       # the rows of the ops since the last direct step: one call of the loop runs them
@@ -85,7 +109,8 @@ def _generate(plan) -> _Source:
         row = source.bind(f"R{idx}", ((step.kernel, step.ctx, step, None),))
         source.emit(1, f"# {idx} {step.ctx.op.type}")
         drop, present = "", set()
-        if isinstance(step.direct, Inline):
+        inline = isinstance(step.direct, Inline)
+        if inline:
             drop, present = _inline(source, idx, step.direct, made, set(step.frees), held)
         else:
             call = source.bind(f"D{idx}", step.direct)
@@ -93,12 +118,26 @@ def _generate(plan) -> _Source:
                         "if ok:")
         _frees(source, step, present, held)
         source.emit(1, "else:")
+        if inline:   # its outputs may be anything now: no later op takes its inputs' facts for granted
+            source.emit(2, "sure = False")
         _fallback(source, row, step, held)
         if drop:   # no reference outlives the op: a value freed after its last reader goes now
             source.emit(1, f"{drop} = None")
         made.update(name for _, specs in step.writes for name, _, _ in specs)
     _flush(source, pending)
+    for lines in source.parts:
+        lines.append("    return sure")
     return source
+
+
+def _unwritten(plan) -> dict[str, int]:
+    """The dense vars inline steps read that no op of the plan writes, frees or shrinks (parameters: one value a
+    run), with their declared ranks."""
+    read = {name: step.ctx.block.find_var(name) for step in plan.steps if isinstance(step.direct, Inline)
+            for name in step.direct.ins.values()}
+    changed = {name for step in plan.steps for name in (*step.ctx.op.output_names(), *step.frees, *step.shrinks)}
+    return {name: len(var.shape) for name, var in read.items()
+            if name not in changed and var is not None and var.type == VarType.DENSE_TENSOR}
 
 
 def _held(plan) -> list[str]:
@@ -150,8 +189,9 @@ def _flush(source: _Source, rows: list) -> None:
 
 def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[str],
             held: dict[str, str]) -> tuple[str, set[str]]:
-    """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores of the outputs that
-    outlive the op; returns the locals it binds and the vars it read from V alone (there for certain)."""
+    """The row's numpy calls, its guard and the output checks (those the inputs' facts leave to decide, while
+    ``sure``), then ``if ok:`` and the stores of the outputs that outlive the op; returns the locals it binds and
+    the vars it read from V alone (there for certain)."""
     guard, exprs = step.row[GUARD], {slot: expr for slot, expr in step.row[OUTPUTS].items() if slot in step.outs}
     consts = {"ZERO": step.zero, "DTYPE": step.dtype}
 
@@ -161,21 +201,20 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
     source.emit(1, "try:")
     for slot, name in step.ins.items():
         read = held[name] if name in held else f"V[{name!r}]" if name in made else \
+            source.read_once(name, step.dtype) if name in source.unwritten else \
             f"V[{name!r}] if {name!r} in V else P[{name!r}] if {name!r} in P else S.find({name!r})"
         source.emit(2, f"_{slot_token(slot)} = {read}")
-    if "@" in guard + "".join(exprs.values()):
+    guard, exprs = fill(guard), {slot: fill(expr) for slot, expr in exprs.items()}
+    trusted = _trusted(source, step, guard)   # the guard left while ``sure``, if the results need no check then
+    if re.search(r"\ba(\[|\.get\()", guard + (trusted or "") + "".join(exprs.values())):
         source.emit(2, f"a = {source.bind(f'O{idx}', step.op)}.attrs")
-    guarded = guard != "True"
-    if guarded:
-        source.emit(2, f"if {fill(guard)}:")
-    checks = []
-    for n, (slot, expr) in enumerate(exprs.items()):
-        source.emit(2 + guarded, f"o{n} = {fill(expr)}")
-        dtype = step.outs[slot][1]
-        checks.append(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind_shared('T', dtype, dtype)}")
-    source.emit(2 + guarded, f"ok = {' and '.join(checks)}")
-    if guarded:
-        source.emit(2, "else:", "    ok = False")
+    if trusted is not None:
+        source.emit(2, "if sure:")
+        _computed(source, 3, trusted, exprs, "True")
+        source.emit(2, "else:")
+    checks = " and ".join(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind_shared('T', dtype, dtype)}"
+                          for n, dtype in enumerate(step.outs[slot][1] for slot in exprs))
+    _computed(source, 2 + (trusted is not None), guard, exprs, checks)
     source.emit(1, "except Exception:", "    ok = False", "if ok:")
     for n, slot in enumerate(exprs):
         name = step.outs[slot][0]
@@ -184,6 +223,33 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
     names = " = ".join([*(f"_{slot_token(slot)}" for slot in step.ins), *(f"o{n}" for n in range(len(exprs)))])
     return names, {name for name in step.ins.values() if name in made and name not in held} \
         - {name for name, _ in step.outs.values()}
+
+
+def _computed(source: _Source, indent: int, guard: str, exprs: dict[str, str], ok: str) -> None:
+    """``o0 = ...`` of each output and ``ok``, under the guard."""
+    guarded = guard != "True"
+    if guarded:
+        source.emit(indent, f"if {guard}:")
+    for n, expr in enumerate(exprs.values()):
+        source.emit(indent + guarded, f"o{n} = {expr}")
+    source.emit(indent + guarded, f"ok = {ok}")
+    if guarded:
+        source.emit(indent, "else:", "    ok = False")
+
+
+def _trusted(source: _Source, step: Inline, guard: str) -> str | None:
+    """The op's guard given its inputs' facts, where they make its results' check needless (else None); the
+    facts of its outputs recorded either way (their dtypes checked or implied, their ranks from the inputs')."""
+    needed, implied, out_ranks = RULES[step.op.type]
+    facts = {slot: source.facts.get(name) for slot, name in step.ins.items()}
+    ranks = {slot: fact[1] if fact else None for slot, fact in facts.items()}
+    for slot, rank in out_ranks({slot: ranks.get(slot) for slot in needed}).items():
+        if slot in step.outs and source.writers[step.outs[slot][0]] == 1:
+            source.facts[step.outs[slot][0]] = (step.outs[slot][1], rank)
+    known = all(slot in facts and facts[slot] is not None and facts[slot][0] is step.dtype for slot in needed)
+    if not known or not implied(ranks) or any(dtype is not step.dtype for _, dtype in step.outs.values()):
+        return None
+    return trusting_guard(guard, {f"_{slot_token(slot)}": rank for slot, rank in ranks.items()})
 
 
 def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:

@@ -24,7 +24,7 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "mul_grad": ("X.ndim == 2 == Y.ndim == dOut.ndim and @x_num_col_dims == 1 == @y_num_col_dims",
                  {"X@GRAD": "dOut @ Y.T", "Y@GRAD": "X.T @ dOut"}),
     # the lower-rank operand aligned with the trailing dims, as numpy's + aligns it (_d: the ranks' difference)
-    "elementwise_add": ("(_d := X.ndim - Y.ndim) == 0 or @axis in (-1, abs(_d))", {"Out": "X + Y"}),
+    "elementwise_add": ("(_d := X.ndim - Y.ndim) == 0 or @axis == -1 or @axis == abs(_d)", {"Out": "X + Y"}),
     # the kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch (with axis
     # 1 and one row the kernel reshapes dOut, keeping a -0.0 the sum would make +0.0: that case stays the kernel's);
     # _s, dOut's shape, is read once
