@@ -28,7 +28,7 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     # the kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch (with axis
     # 1 and one row the kernel reshapes dOut, keeping a -0.0 the sum would make +0.0: that case stays the kernel's);
     # _s, dOut's shape, is read once
-    "elementwise_add_grad": ("(_s := dOut.shape) == X.shape and len(_s) == 2 and Y.shape == _s[1:] "
+    "elementwise_add_grad": ("(_s := dOut.shape) == X.shape and dOut.ndim == 2 and Y.shape == _s[1:] "
                              "and (@axis == -1 or @axis == 1 < _s[0])",
                              {"X@GRAD": "dOut", "Y@GRAD": "add_reduce(dOut, 0)"}),
     "relu": ("True", {"Out": "maximum(X, ZERO)"}),
