@@ -67,7 +67,8 @@ from .train_report import JsonLinesReporter
 @click.option("--resume", type=click.Path(), help="Continue from the newest checkpoint in this directory (with the "
               "same data, --batch-size, --shuffle, --seed and --drop-last).")
 @click.option("--save-params", type=click.Path(), help="Write the trained model parameters (no optimizer state): "
-              ".npz, .pdiparams (Paddle's load_inference_model reads it) or .pdparams.")
+              ".npz, .pdiparams (Paddle's load_inference_model reads it) or .pdparams; a .pdopt gets the "
+              "optimizer's state instead, as paddle.static.save splits them.")
 @click.option("--plot", type=click.Path(), help="Draw the fetched scalars per step and per epoch (.png, .svg; "
               "needs matplotlib: pip install 'gradc[plot]').")
 @click.option("--lr-schedule", metavar="SPEC",
@@ -151,7 +152,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)
         if not as_json:
-            click.echo(f"wrote {save_params} ({len(names)} model parameters)")
+            held = "optimizer state values" if str(save_params).endswith(".pdopt") else "model parameters"
+            click.echo(f"wrote {save_params} ({len(names)} {held})")
     if plot:
         plot_history(history, plot)
         if not as_json:

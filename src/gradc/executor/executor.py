@@ -23,7 +23,7 @@ from .context import KernelContext
 from .declared import check_scope_values
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
-from .feeding import as_feed, check_fetches, feed_ops, feed_values
+from .feeding import as_feed, check_fetches, feed_ops, feed_values, fetch_names
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
@@ -100,7 +100,7 @@ class Executor:
         as a LoDTensor.
         """
         scope = global_scope() if scope is None else scope
-        fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
+        fetch_list = fetch_names(fetch_list)
         block = program.global_block
         check_fetches(block, fetch_list, scope)
         local = scope.child()

@@ -36,6 +36,21 @@ def as_feed(feed) -> Mapping[str, object]:
     return feed
 
 
+def fetch_names(fetch_list) -> list[str]:
+    """What Executor.run takes as its fetch_list: one name, or a list of names or of vars (a VarDesc, as Paddle's
+    executor takes its Variables: each stands for its name)."""
+    if fetch_list is None or isinstance(fetch_list, str):
+        return [] if fetch_list is None else [fetch_list]
+    names, one_var = [], isinstance(getattr(fetch_list, "name", None), str)
+    for entry in [fetch_list] if one_var else fetch_list:
+        name = entry if isinstance(entry, str) else getattr(entry, "name", None)
+        if not isinstance(name, str):
+            raise ExecutionError(f"fetch_list holds a {type(entry).__name__}: give var names, or the program's vars "
+                                 f"(block.var(name))")
+        names.append(name)
+    return names
+
+
 def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: list | None = None) -> None:
     """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
     Python scalars and lists are converted to it. Other vars take any numeric array, cast. ``feeds``: the
@@ -171,4 +186,7 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
             hint = f" (did you mean '{close}'?)" if close else ""
             if "@GRAD" in name and not any("@GRAD" in out for op in block.ops for out in op.output_names()):
                 hint = " (the program has no backward: gradc compile, or gradc.append_backward in Python, appends it)"
+                if any(op.attrs.get("is_test") for op in block.ops):   # clone(for_test=True) drops the backward
+                    hint = (" (the program is in test mode, as clone(for_test=True) or an export leaves it, without "
+                            "the backward: fetch gradients from the training program)")
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")

@@ -68,5 +68,5 @@ def read_pickled(path: str | Path, what: str = "params") -> dict[str, np.ndarray
 
 def write_pickled(path: str | Path, values: dict[str, np.ndarray]) -> None:
     """A .pdparams Paddle's paddle.load / paddle.static.load reads: a pickled dict of name -> numpy array."""
-    state = {name: np.ascontiguousarray(value) for name, value in values.items()}
+    state = {name: np.asarray(value, order="C") for name, value in values.items()}   # ascontiguousarray makes 0-d 1-d
     write_atomic(path, pickle.dumps(state, protocol=4))

@@ -3,6 +3,7 @@ Paddle's combined .pdiparams (save_inference_model), or its pickled .pdparams / 
 
     gradc.load_params(scope, "params.npz", program)      # every value checked against the var it fills
     gradc.save_params(scope, "model.pdiparams", program) # the model's parameters (no optimizer state)
+    gradc.save_params(scope, "model.pdopt", program)     # the optimizer's state, as paddle.static.save writes it
 """
 
 from __future__ import annotations
@@ -156,11 +157,14 @@ def load_params(scope, path: str | os.PathLike, program: Program | None = None, 
 
 def save_params(scope, path: str | os.PathLike, program: Program, names: list[str] | None = None) -> list[str]:
     """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
-    batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says."""
+    batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says; to a .pdopt, the
+    optimizer's state instead, as paddle.static.save splits a program's persistables."""
     from .programs import forward_part
     check_params_path(path)
     forward = forward_part(program)
-    names = persistable_names(forward) if names is None else sorted(names)
+    if names is None:
+        names = optimizer_state(program, forward) if str(path).endswith(".pdopt") else persistable_names(forward)
+    names = sorted(names)
     missing = [name for name in names if name not in scope]
     if missing:
         raise GradcError(f"cannot save parameters: the scope has no value for {', '.join(missing)} "
@@ -176,6 +180,16 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
         np.savez(buffer, **values)
         write_atomic(path, buffer.getvalue())
     return names
+
+
+def optimizer_state(program: Program, forward: Program) -> list[str]:
+    """What paddle.static.save writes to .pdopt: every persistable var but the parameters (accumulators, learning
+    rate, step counters, EMA and gradient-merge state), so that .pdparams and .pdopt together resume a run."""
+    declared = {name: var for block in program.blocks for name, var in block.vars.items()}
+    marked = any(var.is_parameter for var in declared.values())   # Paddle's programs mark them; others: the model's
+    model = set(persistable_names(forward))
+    return [name for name in persistable_names(program)
+            if not (declared[name].is_parameter if marked else name in model)]
 
 
 def check_params_path(path: str | os.PathLike) -> None:
