@@ -142,3 +142,13 @@ def test_train_save_params_to_a_pdopt_writes_and_says_the_optimizer_state(tmp_pa
     saved = read_pickled(tmp_path / "state.pdopt")
     assert f"({len(saved)} optimizer state values)" in done.stdout
     assert "fc_0.w_0_velocity_0" in saved and "fc_0.w_0" not in saved
+
+
+def test_the_model_of_a_gradient_merge_program_leaves_the_optimizer_state_out(tmp_path):
+    """Before, the forward part kept the ops of gradient merge's update block (its conditional_block removed), so
+    save_params' "model parameters" of the program held all 36 persistables, the moments and merged gradients too."""
+    _, main, startup, _ = _case("merge")
+    scope, _ = _started("merge", main, startup)
+    saved = gradc.save_params(scope, tmp_path / "model.npz", main)
+    assert set(read_pickled(WEEK / "merge" / "init.pdparams")) <= set(saved)
+    assert [name for name in saved if "moment" in name or "pow_acc" in name or "@GRAD" in name] == []

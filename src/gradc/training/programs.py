@@ -11,6 +11,7 @@ from ..errors import GradcError, closest
 from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
 from ..ir import GRAD_SUFFIX, AttrType, Program, roles
+from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, op_kinds
@@ -57,9 +58,25 @@ def forward_part(program: Program) -> Program:
                  and not is_training_op(op) and not (kind == FEED_FETCH and dropped.intersection(op.input_names()))]
     if not block.ops:
         raise GradcError("the program has no forward ops (only backward, optimizer or learning-rate ops)")
+    _empty_unreachable_blocks(test)
     set_test_mode(test)
     drop_unused_vars(test)
     return test
+
+
+def _empty_unreachable_blocks(program: Program) -> None:
+    """The sub-blocks of control-flow ops removed (gradient merge's conditional update) lose their ops, so their
+    optimizer state is no var of the forward part; block indices stay as the kept ops name them."""
+    reachable, pending = {0}, [program.global_block]
+    while pending:
+        for op in pending.pop().ops:
+            index = sub_block(op)
+            if isinstance(index, int) and index not in reachable and index < len(program.blocks):
+                reachable.add(index)
+                pending.append(program.blocks[index])
+    for index, block in enumerate(program.blocks):
+        if index not in reachable:
+            block.ops = []
 
 
 def set_test_mode(program: Program) -> None:
