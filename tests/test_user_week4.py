@@ -152,3 +152,16 @@ def test_the_model_of_a_gradient_merge_program_leaves_the_optimizer_state_out(tm
     saved = gradc.save_params(scope, tmp_path / "model.npz", main)
     assert set(read_pickled(WEEK / "merge" / "init.pdparams")) <= set(saved)
     assert [name for name in saved if "moment" in name or "pow_acc" in name or "@GRAD" in name] == []
+
+
+@pytest.mark.parametrize("case", ["momentum", "adam_ema", "merge", "amp_fp16"])
+def test_a_run_resumes_from_paddles_mid_run_static_save(case):
+    """Paddle's .pdparams / .pdopt after its first step (mid-accumulation for gradient merge) resume in gradc to
+    Paddle's next losses."""
+    meta, main, startup, _ = _case(case)
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    gradc.load_params(scope, WEEK / case / "step1.pdparams", main, strict=True)
+    gradc.load_params(scope, WEEK / case / "step1.pdopt", main, strict=True)
+    losses = [_step(executor, main, scope, step, meta["loss"]) for step in range(1, STEPS)]
+    np.testing.assert_allclose(losses, meta["losses"][1:], rtol=1e-6, atol=1e-6)

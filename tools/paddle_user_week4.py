@@ -1,11 +1,13 @@
 """The computer-vision researcher's programs of docs/tools.md's 'A computer-vision researcher's week with the Python
-API': a small CNN (conv, batch norm, ReLU, dropout with the program's seed, fc, cross entropy) built by Paddle 3.3.1's
-legacy static API, its `clone(for_test=True)` eval program, and Paddle's own optimizer programs: Momentum with an L2
-regularizer and ClipGradByGlobalNorm, Adam with ExponentialMovingAverage (its apply and restore programs), gradient
-merge (k_steps 2) and bfloat16 AMP (O1). Each case's directory holds main.pb, startup.pb, eval.pb (and the EMA's
-apply.pb / restore.pb), Paddle's initial state as `paddle.static.save` writes it (init.pdparams, init.pdopt), and
-the batches (batches.npz: augmented by numpy flips, the last one smaller); meta.json has Paddle's losses per step and
-its eval losses after each step.
+API': a small CNN (conv without bias, batch norm, ReLU, dropout with the program's seed, fc, cross entropy) built by
+Paddle 3.3.1's legacy static API, its `clone(for_test=True)` eval program, and Paddle's own optimizer programs:
+Momentum with an L2 regularizer and ClipGradByGlobalNorm, Adam with ExponentialMovingAverage (its apply and restore
+programs), gradient merge (k_steps 2) and float16 AMP O1 (on a CPU Paddle casts nothing: the loss scaling's ops).
+Each case's directory holds main.pb, startup.pb, eval.pb (and the EMA's apply.pb / restore.pb), Paddle's initial
+state as `paddle.static.save` writes it (init.pdparams, init.pdopt) and its state after the first step
+(step1.pdparams, step1.pdopt); batches.npz holds the batches (flipped by numpy, the last one smaller); meta.json
+Paddle's losses per step and its eval losses after each step. ClipGradByGlobalNorm's paddle.sqrt builds only PIR ops
+in 3.3.1, so tools/paddle_legacy_shim.py gives it the legacy op back.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week4.py tests/data/paddle/user_week4
 """
@@ -101,6 +103,9 @@ def run_case(case, directory, data):
     for step in range(len(SIZES)):
         feed = {"x": data[f"x{step}"], "label": data[f"label{step}"]}
         losses.append(float(executor.run(main, feed=feed, fetch_list=[loss])[0]))
+        if step == 0:   # a checkpoint mid-run (mid-accumulation for gradient merge), for resuming in gradc
+            paddle.static.save(main, os.path.join(directory, "step1"))
+            os.remove(os.path.join(directory, "step1.pdmodel"))
         eval_losses.append(float(executor.run(evaluate, feed=eval_feed, fetch_list=[loss])[0]))
         if ema:
             with ema.apply(executor):
