@@ -118,14 +118,17 @@ def test_fetch_list_takes_the_programs_vars_as_paddles_executor_takes_variables(
 
 
 def test_the_researchers_mistakes_are_one_line_each():
-    """A gradient fetched from the for_test clone names the training program (before: 'gradc compile ... appends
-    it'); a float64 batch, the eval program before the startup were already one line naming the var and the cure."""
+    """A gradient, or batch norm's ReserveSpace, fetched from the for_test clone names the training program (before:
+    'gradc compile ... appends it'; 'no op wrote it and it was not fed'); a float64 batch and the eval program run
+    before the startup were already one line naming the var and the cure."""
     meta, main, startup, evaluate = _case("momentum")
     with pytest.raises(gradc.ExecutionError, match="reads var 'conv2d_0.w_0'.*run the startup program first"):
         gradc.Executor().run(evaluate, feed=EVAL_FEED, fetch_list=[meta["loss"]], scope=gradc.Scope())
     scope, executor = _started("momentum", main, startup)
     with pytest.raises(gradc.ExecutionError, match="in test mode, as clone.for_test=True.*from the training program"):
         executor.run(evaluate, feed=EVAL_FEED, fetch_list=["conv2d_0.w_0@GRAD"], scope=scope)
+    with pytest.raises(gradc.ExecutionError, match="'batch_norm_0.tmp_3' has no value.*test mode.*ReserveSpace"):
+        executor.run(evaluate, feed=EVAL_FEED, fetch_list=["batch_norm_0.tmp_3"], scope=scope)
     with pytest.raises(gradc.GradcError, match=r"feed var 'x'.* is float64, but block 0 declares float32 .*astype"):
         executor.run(main, feed={**EVAL_FEED, "x": EVAL_FEED["x"].astype(np.float64)}, scope=scope)
 

@@ -23,7 +23,7 @@ from .context import KernelContext
 from .declared import check_scope_values
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
-from .feeding import as_feed, check_fetches, feed_ops, feed_values, fetch_names
+from .feeding import as_feed, check_fetches, feed_ops, feed_values, fetch_names, unwritten_fetch
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
@@ -112,7 +112,7 @@ class Executor:
             values = list(local["fetch"])
             fetch_list = _fetched_names(block, len(values)) if return_lod else []
         else:
-            values = [self._fetch(local, name) for name in fetch_list]
+            values = [self._fetch(local, name, block) for name in fetch_list]
         if return_lod:
             lods = [lod_of(local, name) for name in fetch_list]
             values = [value if lod is None else LoDTensor(value, lod) for value, lod in zip(values, lods)]
@@ -127,11 +127,10 @@ class Executor:
         self._execute(self._plan(block, keep=None), scope, run_scope)
 
     # ------------------------------------------------------------------ fetch
-    def _fetch(self, scope: Scope, name: str):
+    def _fetch(self, scope: Scope, name: str, block: Block):
         value = scope.find(name, MISSING)
         if value is MISSING:
-            raise ExecutionError(f"fetch var '{name}' has no value after the run: no op wrote it and "
-                                 f"it was not fed")
+            raise unwritten_fetch(block, name)
         return value
 
     # ------------------------------------------------------------------ planning

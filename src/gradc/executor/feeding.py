@@ -186,7 +186,20 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
             hint = f" (did you mean '{close}'?)" if close else ""
             if "@GRAD" in name and not any("@GRAD" in out for op in block.ops for out in op.output_names()):
                 hint = " (the program has no backward: gradc compile, or gradc.append_backward in Python, appends it)"
-                if any(op.attrs.get("is_test") for op in block.ops):   # clone(for_test=True) drops the backward
+                if in_test_mode(block):   # clone(for_test=True) drops the backward
                     hint = (" (the program is in test mode, as clone(for_test=True) or an export leaves it, without "
                             "the backward: fetch gradients from the training program)")
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")
+
+
+def in_test_mode(block: Block) -> bool:
+    return any(op.attrs.get("is_test") for op in block.ops)
+
+
+def unwritten_fetch(block: Block, name: str) -> ExecutionError:
+    """A fetched var the run left without a value: declared, but no op wrote it and no feed gave it."""
+    hint = ""
+    if in_test_mode(block) and block.find_var(name) is not None:   # declared by the training program it was cloned from
+        hint = (" (the program is in test mode, as clone(for_test=True) leaves it: outputs only training writes, such "
+                "as batch norm's ReserveSpace, are not written; fetch it from the training program)")
+    return ExecutionError(f"fetch var '{name}' has no value after the run: no op wrote it and it was not fed{hint}")
