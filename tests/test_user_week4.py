@@ -168,3 +168,13 @@ def test_a_run_resumes_from_paddles_mid_run_static_save(case):
     gradc.load_params(scope, WEEK / case / "step1.pdopt", main, strict=True)
     losses = [_step(executor, main, scope, step, meta["loss"]) for step in range(1, STEPS)]
     np.testing.assert_allclose(losses, meta["losses"][1:], rtol=1e-6, atol=1e-6)
+
+
+def test_paddle_static_saves_prefix_names_its_two_files():
+    """paddle.static.load takes a prefix; given to load_params it was 'No such file or directory', and its .pdmodel
+    was said to have its values 'in a .pdiparams file'."""
+    _, main, _, _ = _case("momentum")
+    for given in ("init", "init.pdmodel"):
+        with pytest.raises(gradc.FormatError, match=r"paddle.static.save's values are in .*init.pdparams and "
+                                                    r".*init.pdopt: give each to gradc.load_params"):
+            gradc.load_params(gradc.Scope(), WEEK / "momentum" / given, main)

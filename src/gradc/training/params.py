@@ -65,7 +65,11 @@ def _paddle_combined(path: str) -> bool:
 
 def _refuse_what_is_not_params(path: str) -> None:
     """A program or Paddle's .pdiparams.info given as --params: say so, instead of 'not an .npz archive'."""
-    name = Path(path).name
+    name, saved = Path(path).name, Path(path).with_suffix("") if Path(path).suffix == ".pdmodel" else Path(path)
+    pair = [f"{saved}{suffix}" for suffix in PICKLED if Path(f"{saved}{suffix}").exists()]
+    if pair and (not Path(path).exists() or Path(path).suffix == ".pdmodel"):   # paddle.static.save's prefix
+        raise FormatError(f"cannot read params '{path}': paddle.static.save's values are in {' and '.join(pair)}: "
+                          f"give each to gradc.load_params (--params takes the .pdparams)")
     if name.endswith(".pdiparams.info"):
         raise FormatError(f"cannot read params '{path}': Paddle's .pdiparams.info holds no values (give the .pdiparams "
                           f"file beside it)")
@@ -196,7 +200,8 @@ def check_params_path(path: str | os.PathLike) -> None:
     """A parameter file is written in the format its extension names: another extension is refused (before
     training, on the command line) rather than given an .npz under a name that says otherwise."""
     if Path(path).suffix not in (".npz", ".pdiparams", *PICKLED):
-        raise GradcError(f"cannot tell the format of '{path}' from its extension: use .npz, .pdiparams or .pdparams")
+        raise GradcError(f"cannot tell the format of '{path}' from its extension: use .npz, .pdiparams or .pdparams "
+                         f"(or .pdopt, for the optimizer's state)")
 
 
 def _holding(program: Program, names: list[str]) -> Program:
