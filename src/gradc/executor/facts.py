@@ -7,7 +7,8 @@ its guard's rank tests are constants: the code skips them. ``sure`` starts a run
 from __future__ import annotations
 
 import operator
-import re
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,19 +21,48 @@ def _widest(*ranks):
     return None if None in ranks else max(ranks)
 
 
-# per row: the input slots whose facts it needs, whether the result's type and dtype then follow (given its guard
-# held), and each output's rank from the input ranks (a bias add broadcasts; a grad's guard fixes its rank)
+def _when(ranks: dict, slots: tuple[str, ...], rank: int, rest: str) -> str | None:
+    """A guard whose rank tests ask each slot for ``rank``, decided: ``rest`` where they all have it, False where
+    one has another, None (undecided) where one's rank is unknown."""
+    known = [ranks.get(slot) for slot in slots]
+    return None if None in known else rest if all(r == rank for r in known) else "False"
+
+
+def _bias_add(ranks: dict) -> str | None:
+    x, y = ranks.get("X"), ranks.get("Y")
+    return None if x is None or y is None else "True" if x == y else f"@axis == -1 or @axis == {abs(x - y)}"
+
+
+class Rule(NamedTuple):
+    """Per row: the input slots whose facts it needs; whether the result's type and dtype then follow (given its
+    guard held); each output's rank from the input ranks; and the row's guard (inline.ROWS, in its notation) with
+    what the known ranks decide taken out (None: they do not decide it)."""
+    needs: tuple[str, ...]
+    result_follows: Callable[[dict], bool]
+    out_ranks: Callable[[dict], dict]
+    guard: Callable[[dict], str | None]
+
+
+def _always(ranks: dict) -> bool:
+    return True
+
+
 RULES = {
-    "mul": (("X", "Y"), lambda r: True, lambda r: {"Out": 2}),
-    "mul_grad": (("X", "Y", "Out@GRAD"), lambda r: True, lambda r: {"X@GRAD": 2, "Y@GRAD": 2}),
+    "mul": Rule(("X", "Y"), _always, lambda r: {"Out": 2},
+                lambda r: _when(r, ("X", "Y"), 2, "@x_num_col_dims == 1 == @y_num_col_dims")),
+    "mul_grad": Rule(("X", "Y", "Out@GRAD"), _always, lambda r: {"X@GRAD": 2, "Y@GRAD": 2},
+                     lambda r: _when(r, ("X", "Y", "Out@GRAD"), 2, "@x_num_col_dims == 1 == @y_num_col_dims")),
     # two 0-d arrays add up to a numpy scalar, not an array
-    "elementwise_add": (("X", "Y"), lambda r: (r["X"] or 0) > 0 or (r["Y"] or 0) > 0,
-                        lambda r: {"Out": _widest(r["X"], r["Y"])}),
-    "elementwise_add_grad": (("Out@GRAD",), lambda r: True, lambda r: {"X@GRAD": 2, "Y@GRAD": 1}),
-    "relu": (("X",), lambda r: (r["X"] or 0) > 0, lambda r: {"Out": r["X"]}),
-    "relu_grad": (("Out", "Out@GRAD"), lambda r: (r["Out"] or 0) > 0 or (r["Out@GRAD"] or 0) > 0,
-                  lambda r: {"X@GRAD": _widest(r["Out"], r["Out@GRAD"])}),
-    "scale": (("X",), lambda r: False, lambda r: {"Out": r["X"]}),   # float() of an attribute: always checked
+    "elementwise_add": Rule(("X", "Y"), lambda r: (r["X"] or 0) > 0 or (r["Y"] or 0) > 0,
+                            lambda r: {"Out": _widest(r["X"], r["Y"])}, _bias_add),
+    "elementwise_add_grad": Rule(("Out@GRAD",), _always, lambda r: {"X@GRAD": 2, "Y@GRAD": 1},
+                                 lambda r: _when(r, ("Out@GRAD",), 2, "(_s := dOut.shape) == X.shape and Y.shape == "
+                                                 "_s[1:] and (@axis == -1 or @axis == 1 < _s[0])")),
+    "relu": Rule(("X",), lambda r: (r["X"] or 0) > 0, lambda r: {"Out": r["X"]}, lambda r: "True"),
+    "relu_grad": Rule(("Out", "Out@GRAD"), lambda r: (r["Out"] or 0) > 0 or (r["Out@GRAD"] or 0) > 0,
+                      lambda r: {"X@GRAD": _widest(r["Out"], r["Out@GRAD"])}, lambda r: "True"),
+    # float() of an attribute: always checked
+    "scale": Rule(("X",), lambda r: False, lambda r: {"Out": r["X"]}, lambda r: None),
 }
 
 
@@ -59,70 +89,3 @@ class Unwritten:
                 and list(map(_NDIM_OF, values)) == self.ranks
         except Exception:  # noqa: BLE001 - a value that is no array: the code checks everything
             return False
-
-
-def trusting_guard(guard: str, ranks: dict[str, int | None]) -> str:
-    """The guard (code) with the known ranks in place of ``_X.ndim``..., and what that decides evaluated away."""
-    for token, rank in ranks.items():
-        if rank is not None:
-            guard = re.sub(rf"\b{token}\.ndim\b", str(rank), guard)
-    while match := re.search(r"\((_\w+) := ([^()]*)\)", guard):   # a local bound to a constant: the constant
-        if _reads_values(match[2]):
-            break
-        value = repr(eval(match[2], {}))   # noqa: S307 - ranks' arithmetic
-        guard = re.sub(rf"\b{match[1]}\b", value, guard[:match.start()] + value + guard[match.end():])
-    return _simplified(re.sub(r"\babs\((-?\d+)\)", lambda m: str(abs(int(m[1]))), guard))
-
-
-def _reads_values(text: str) -> bool:
-    """Whether code reads an input (a ``_`` local) or an attribute (``a[...]``, ``a.get(...)``)."""
-    return bool(re.search(r"\b_\w|\ba(\[|\.get\()", text))
-
-
-def _simplified(guard: str) -> str:
-    kept = []
-    for conjunct in _split(guard, "and"):
-        alternatives = []
-        for disjunct in _split(_unwrapped(conjunct.strip()), "or"):
-            if _reads_values(disjunct):
-                alternatives.append(disjunct)
-            elif eval(disjunct, {"abs": abs}):   # noqa: S307 - constants of a row's guard
-                alternatives = None   # the conjunct holds whatever the values are
-                break
-        if alternatives is None and ":=" not in conjunct:   # a local it binds may be read further on
-            continue
-        if alternatives is None:
-            alternatives = [conjunct]
-        if not alternatives:
-            return "False"
-        kept.append(alternatives[0] if len(alternatives) == 1 else f"({' or '.join(alternatives)})")
-    return " and ".join(kept) or "True"
-
-
-def _split(text: str, word: str) -> list[str]:
-    """``text`` split at each `` and `` (or `` or ``) outside brackets."""
-    parts, depth, start, index, token = [], 0, 0, 0, f" {word} "
-    while index < len(text):
-        depth += (text[index] in "([{") - (text[index] in ")]}")
-        if depth == 0 and text.startswith(token, index):
-            parts.append(text[start:index])
-            start = index = index + len(token)
-            continue
-        index += 1
-    return [*parts, text[start:]]
-
-
-def _unwrapped(text: str) -> str:
-    """``text`` without brackets around the whole of it."""
-    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        text = text[1:-1]
-    return text
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += (char in "([{") - (char in ")]}")
-        if depth < 0:
-            return False
-    return depth == 0

@@ -16,7 +16,7 @@ from collections import Counter
 
 from ..ir import VarType
 from .direct.inline import GUARD, OUTPUTS, ROW_NAMES, Inline, row_code, slot_token
-from .facts import RULES, Unwritten, trusting_guard
+from .facts import RULES, Unwritten
 from .liveness import shape_stub
 from .scope import MISSING
 
@@ -204,8 +204,9 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
             source.read_once(name, step.dtype) if name in source.unwritten else \
             f"V[{name!r}] if {name!r} in V else P[{name!r}] if {name!r} in P else S.find({name!r})"
         source.emit(2, f"_{slot_token(slot)} = {read}")
+    trusted = _trusted(source, step)   # the guard left while ``sure``, if the results need no check then
     guard, exprs = fill(guard), {slot: fill(expr) for slot, expr in exprs.items()}
-    trusted = _trusted(source, step, guard)   # the guard left while ``sure``, if the results need no check then
+    trusted = None if trusted is None else fill(trusted)
     if re.search(r"\ba(\[|\.get\()", guard + (trusted or "") + "".join(exprs.values())):
         source.emit(2, f"a = {source.bind(f'O{idx}', step.op)}.attrs")
     if trusted is not None:
@@ -237,19 +238,20 @@ def _computed(source: _Source, indent: int, guard: str, exprs: dict[str, str], o
         source.emit(indent, "else:", "    ok = False")
 
 
-def _trusted(source: _Source, step: Inline, guard: str) -> str | None:
-    """The op's guard given its inputs' facts, where they make its results' check needless (else None); the
-    facts of its outputs recorded either way (their dtypes checked or implied, their ranks from the inputs')."""
-    needed, implied, out_ranks = RULES[step.op.type]
+def _trusted(source: _Source, step: Inline) -> str | None:
+    """The op's guard (in its row's notation) given its inputs' facts, where they make its results' check needless
+    (else None); the facts of its outputs recorded either way (their dtypes checked or implied, their ranks from
+    the inputs')."""
+    rule = RULES[step.op.type]
     facts = {slot: source.facts.get(name) for slot, name in step.ins.items()}
     ranks = {slot: fact[1] if fact else None for slot, fact in facts.items()}
-    for slot, rank in out_ranks({slot: ranks.get(slot) for slot in needed}).items():
+    for slot, rank in rule.out_ranks({slot: ranks.get(slot) for slot in rule.needs}).items():
         if slot in step.outs and source.writers[step.outs[slot][0]] == 1:
             source.facts[step.outs[slot][0]] = (step.outs[slot][1], rank)
-    known = all(slot in facts and facts[slot] is not None and facts[slot][0] is step.dtype for slot in needed)
-    if not known or not implied(ranks) or any(dtype is not step.dtype for _, dtype in step.outs.values()):
+    known = all(slot in facts and facts[slot] is not None and facts[slot][0] is step.dtype for slot in rule.needs)
+    if not known or not rule.result_follows(ranks) or any(dtype is not step.dtype for _, dtype in step.outs.values()):
         return None
-    return trusting_guard(guard, {f"_{slot_token(slot)}": rank for slot, rank in ranks.items()})
+    return rule.guard(ranks)
 
 
 def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
