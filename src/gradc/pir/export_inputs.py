@@ -47,6 +47,11 @@ class InputsExport:
         for name in params:
             self.where = f"parameter '{name}'"
             self.current[name] = self.parameter(name)
+        # Paddle's Predictor orders a PIR model's inputs by its data ops, a legacy one's by the feed ops' col
+        fed = sorted((op for op in self.block.ops if op.type == "feed"), key=lambda op: int(op.attrs.get("col", 0)))
+        for name in [op.output("Out")[0] for op in fed]:
+            self.where = f"input '{name}'"
+            self.current[name] = self.data(name)
         for name in names:
             if name not in self.current:
                 self.where = f"input '{name}'"

@@ -65,9 +65,11 @@ def fetch(op: OpDesc, exporter) -> None:
 
 
 def feed(op: OpDesc, exporter) -> None:
-    """A saved inference program's feed op reads its input from a holder: PIR names the input itself."""
+    """A saved inference program's feed op reads its input from a holder: PIR names the input itself (block 0's
+    feed ops are its data ops already, in col order)."""
     name = op.output("Out")[0]
-    exporter.current[name] = exporter.data(name)
+    if name not in exporter.inputs:
+        exporter.current[name] = exporter.data(name)
 
 
 SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
