@@ -42,7 +42,7 @@ def summary(program: str) -> dict:
     loss, how = _loss(prog)
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
-    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": _kind(Counter(op_kinds(block)), loss is not None),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
@@ -91,8 +91,14 @@ def _kind(kinds: Counter, has_loss: bool) -> str:
     return "forward program: gradc compile appends its backward"
 
 
+def _by_col(block: Block, kind: str) -> list:
+    """The feed or fetch ops in column order: the order Paddle's Predictor names a saved model's inputs and outputs
+    (save_inference_model writes the feed ops last column first)."""
+    return sorted((op for op in block.ops if op.type == kind), key=lambda op: int(op.attrs.get("col", 0)))
+
+
 def _inputs(block: Block) -> list[str]:
-    feeds = [name for op in block.ops if op.type == "feed" for name in op.output("Out")]
+    feeds = [name for op in _by_col(block, "feed") for name in op.output("Out")]
     return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
 
 
