@@ -41,6 +41,18 @@ def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[
     return model
 
 
+def _make_folder(folder: str) -> None:
+    """The prefix's directory, made if missing, as Paddle's save_inference_model and jit.save make it."""
+    if not folder or os.path.isdir(folder):
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"cannot export into '{folder}': a file of that name is on the path") from None
+    except OSError as error:
+        raise OutputError(f"cannot make the directory '{folder}' to export into: {error.strerror}") from None
+
+
 def _holder_op(kind: str, source: str, target: str, col: int) -> OpDesc:
     op = OpDesc(kind, {"X": [source]}, {"Out": [target]}, {"col": col}, {"col": AttrType.INT})
     roles.set_role(op, roles.FORWARD)
@@ -58,8 +70,9 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
         raise OutputError(f"cannot export to '{prefix}': it names a directory, and the path is the prefix of the "
                           f"files: '{example}' writes {example}{SUFFIXES[format]} and {example}.pdiparams")
     model_path, params_path = f"{prefix}{SUFFIXES[format]}", f"{prefix}.pdiparams"
-    for path in (model_path, params_path):
-        check_writable(path)
+    folder = os.path.dirname(model_path)
+    for path in (model_path, params_path) if os.path.isdir(folder or ".") else ():
+        check_writable(path)   # before the work; a folder still to be made is checked once made
     model = inference_program(program, list(feeds), list(fetches))
     source = values if values is not None else scope
     names = persistable_names(model)
@@ -69,6 +82,7 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
         raise GradcError(f"export: no value for {shown} (give the trained parameters: --params FILE, "
                          f"which gradc train --save-params writes; scope= or values= in Python)")
     arrays = {name: np.asarray(source[name]) for name in names}
+    _make_folder(folder)
     if format == "pir":
         from ..pir import save_pir
         save_pir(model, model_path)
