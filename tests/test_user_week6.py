@@ -94,3 +94,40 @@ def test_export_makes_the_prefix_directory_as_paddle_does(tmp_path):
     assert blocked.returncode == 1
     assert blocked.stderr.strip().splitlines() == [f"gradc: error: cannot export into '{tmp_path / 'afile'}': a file "
                                                    f"of that name is on the path"]
+
+
+@pytest.mark.parametrize("suffix", [".pdmodel", ".json"])
+def test_export_names_the_inputs_and_outputs_paddle_sees(tmp_path, suffix):
+    """--input NAME=NEW, --fetch NAME=NEW: the Predictor's get_input_names() / get_output_names() are the new
+    names (Paddle 3.3.1 checked: image, tokens; logits, probs), with the outputs of the unrenamed export."""
+    roles = ["--input", "img=image", "--input", "tokens", "--fetch", f"{OUTPUTS[0]}=logits", "--fetch",
+             f"{OUTPUTS[1]}=probs"]
+    done = gradc_cli("export", WEEK / "main.pb", "--params", f"{PADDLE_EXPORT}.pdiparams", *roles,
+                     "-o", tmp_path / f"m{suffix}")
+    assert done.returncode == 0, done.stderr
+    assert "inputs img as image, tokens; fetches linear_0.tmp_1 as logits, softmax_0.tmp_0 as probs" in done.stdout
+    facts = json.loads(gradc_cli("info", tmp_path / f"m{suffix}", "--json").stdout)
+    assert [var["name"] for var in facts["inputs"]] == ["image", "tokens"]
+    assert [var["name"] for var in facts["outputs"]] == ["logits", "probs"]
+    assert (tmp_path / "m.pdiparams").read_bytes() == PADDLE_EXPORT.with_suffix(".pdiparams").read_bytes()
+    model = gradc.load(tmp_path / f"m{suffix}")
+    scope = gradc.Scope()
+    scope.vars.update(read_values(tmp_path / "m.pdiparams", model))
+    logits, probs = gradc.Executor().run(model, feed={"image": DATA_NPZ["img7"], "tokens": DATA_NPZ["tokens7"]},
+                                         fetch_list=["logits", "probs"], scope=scope)
+    np.testing.assert_allclose(logits, PREDICTOR["logits7"], atol=2e-6)
+    np.testing.assert_allclose(probs, PREDICTOR["probs7"], atol=2e-6)
+
+
+def test_renaming_in_python_swaps_names_and_refuses_a_parameter_or_a_taken_name(tmp_path):
+    main, values = gradc.load(WEEK / "main.pb"), read_values(f"{PADDLE_EXPORT}.pdiparams", gradc.load(WEEK / "main.pb"))
+    gradc.export(main, tmp_path / "swapped", ["img", "tokens"], OUTPUTS, values=values, format="pir",
+                 rename={OUTPUTS[0]: OUTPUTS[1], OUTPUTS[1]: OUTPUTS[0]})
+    model = gradc.load(tmp_path / "swapped.json")
+    assert [op.input("X")[0] for op in model.global_block.ops if op.type == "fetch"] == [OUTPUTS[1], OUTPUTS[0]]
+    with pytest.raises(gradc.GradcError, match="cannot rename 'conv2d_0.w_0': it is a parameter"):
+        gradc.export(main, tmp_path / "p", ["img"], ["conv2d_0.w_0"], values=values, rename={"conv2d_0.w_0": "w"})
+    with pytest.raises(gradc.GradcError, match="cannot rename 'img' to 'tokens': the model has a var of that name"):
+        gradc.export(main, tmp_path / "t", ["img", "tokens"], OUTPUTS, values=values, rename={"img": "tokens"})
+    with pytest.raises(gradc.GradcError, match="cannot rename 'label': only an input or a fetch"):
+        gradc.export(main, tmp_path / "l", ["img", "tokens"], OUTPUTS, values=values, rename={"label": "y"})

@@ -33,6 +33,17 @@ def _inputs(inputs: tuple[str, ...], old_feeds: tuple[str, ...]) -> tuple[str, .
     return old_feeds
 
 
+def _renamed(prog, names: tuple[str, ...], rename: dict[str, str]) -> list[str]:
+    """The var names of NAME or NAME=NEW options (a var whose own name holds '=' is taken whole), NEW into rename."""
+    plain = []
+    for name in names:
+        if "=" in name and prog.global_block.find_var(name) is None:
+            name, new = name.rsplit("=", 1)
+            rename[name] = new
+        plain.append(name)
+    return plain
+
+
 def _input_options(path: str) -> str:
     """'--input a --input b' for the arrays of an .npz that exists, else how to name an input."""
     try:
@@ -49,11 +60,11 @@ def _input_options(path: str) -> str:
               help="The prefix: writes PREFIX.pdmodel (or PREFIX.json) and PREFIX.pdiparams.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME",
               help="An input var of the exported model (a var the fetches depend on; gradc info lists a program's "
-                   "inputs). Repeatable, in order.")
+                   "inputs). Repeatable, in order. NAME=NEW gives it the name Paddle's Predictor is to see.")
 @click.option("--feed", "old_feeds", multiple=True, metavar="NAME", hidden=True,
               help="The old spelling of --input (elsewhere --feed is an .npz of values).")
 @click.option("--fetch", "fetches", multiple=True, required=True, metavar="NAME",
-              help="An output var of the model. Repeatable, in order.")
+              help="An output var of the model. Repeatable, in order. NAME=NEW renames it, as --input.")
 @click.option("--params", type=click.Path(),
               help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
@@ -69,15 +80,20 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     feeds = _inputs(inputs, old_feeds)
     if not feeds:
         raise click.UsageError("Missing option '--input' (the model's input var names; gradc info lists them).")
+    prog = load(program)
+    rename = {}
+    feeds, fetches = _renamed(prog, feeds, rename), _renamed(prog, fetches, rename)
     prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
     fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
-    prog, scope, executor = load(program), Scope(), Executor()
+    scope, executor = Scope(), Executor()
     for startup in startups:
         run_startup(executor, startup, scope)
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
-    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
+    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt, rename=rename)
     if not params:   # said once the export is written, so that a refusal stays the one line
         warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "
                       "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
-    click.echo(f"wrote {model_path} (inputs {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")
+    seen = [(name, rename.get(name, name)) for name in feeds], [(name, rename.get(name, name)) for name in fetches]
+    inputs, outputs = (", ".join(new if new == old else f"{old} as {new}" for old, new in names) for names in seen)
+    click.echo(f"wrote {model_path} (inputs {inputs}; fetches {outputs}) and {params_path}")

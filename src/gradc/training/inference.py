@@ -24,11 +24,16 @@ from .programs import forward_part, prune
 SUFFIXES = {"pb": ".pdmodel", "pir": ".json"}
 
 
-def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[str]) -> Program:
-    """The program save_inference_model would write for these feeds and fetches."""
+def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[str],
+                      rename: Mapping[str, str] | None = None) -> Program:
+    """The program save_inference_model would write for these feeds and fetches; ``rename`` gives some of them
+    the names Paddle's Predictor is to see (get_input_names, get_output_names)."""
     if not fetches:
         raise GradcError("export needs at least one fetch var (the model's output)")
     model = prune(forward_part(program), list(fetches), feeds)
+    if rename:
+        _rename(model, dict(rename), {*feeds, *fetches})
+        feeds, fetches = [rename.get(n, n) for n in feeds], [rename.get(n, n) for n in fetches]
     block = model.global_block
     for name in feeds:
         block.var(name).need_check_feed = True
@@ -39,6 +44,28 @@ def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[
     block.ops = feed_ops[::-1] + block.ops + fetch_ops   # Paddle prepends the feed ops one by one
     model.mark_changed()
     return model
+
+
+def _rename(model: Program, rename: dict[str, str], ends: set[str]) -> None:
+    """Give inputs and outputs of the pruned model new names, in every op and var that has them."""
+    taken = {name for block in model.blocks for name in block.vars}
+    for old, new in rename.items():
+        if old not in ends:
+            raise GradcError(f"export: cannot rename '{old}': only an input or a fetch is renamed "
+                             f"(inputs and fetches: {', '.join(sorted(ends))})")
+        if getattr(model.global_block.find_var(old), "persistable", False):
+            raise GradcError(f"export: cannot rename '{old}': it is a parameter, which the .pdiparams file "
+                             f"holds under its name")
+        if not new or (new in taken and new not in rename):
+            raise GradcError(f"export: cannot rename '{old}' to '{new}': "
+                             + ("the new name is empty" if not new else "the model has a var of that name"))
+    for block in model.blocks:
+        for op in block.ops:
+            op.rename_reads(rename)
+            op.outputs = {slot: [rename.get(a, a) for a in args] for slot, args in op.outputs.items()}
+        for var in block.vars.values():
+            var.name = rename.get(var.name, var.name)
+        block.vars = {var.name: var for var in block.vars.values()}   # at once: a swap of two names is a rename
 
 
 def _make_folder(folder: str) -> None:
@@ -60,9 +87,11 @@ def _holder_op(kind: str, source: str, target: str, col: int) -> OpDesc:
 
 
 def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fetches: Sequence[str],
-           scope=None, values: Mapping[str, np.ndarray] | None = None, format: str = "pb") -> tuple[str, str]:
+           scope=None, values: Mapping[str, np.ndarray] | None = None, format: str = "pb",
+           rename: Mapping[str, str] | None = None) -> tuple[str, str]:
     """Write ``prefix``.pdmodel (or .json with format="pir") and ``prefix``.pdiparams; the parameter values come
-    from ``values`` or ``scope``. Returns the two paths."""
+    from ``values`` or ``scope``; ``rename`` maps input and fetch names to the ones Paddle is to see (a parameter
+    keeps its name). Returns the two paths."""
     if format not in SUFFIXES:
         raise GradcError(f"unknown export format '{format}' (known: {', '.join(SUFFIXES)})")
     if os.path.isdir(prefix) or str(prefix).endswith(os.sep):   # as Paddle's save_inference_model refuses it
@@ -73,7 +102,7 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
     folder = os.path.dirname(model_path)
     for path in (model_path, params_path) if os.path.isdir(folder or ".") else ():
         check_writable(path)   # before the work; a folder still to be made is checked once made
-    model = inference_program(program, list(feeds), list(fetches))
+    model = inference_program(program, list(feeds), list(fetches), rename)
     source = values if values is not None else scope
     names = persistable_names(model)
     missing = [name for name in names if source is None or name not in source]
