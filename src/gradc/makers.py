@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
-from .opdef import NO_GRAD, OpDef, attr_default, declared_type, parse_slot
+from .opdef import NO_GRAD, OpDef, attr_default, declared_type, parse_slot, unknown_types_note
 from .opdef import get as get_opdef
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
@@ -32,7 +32,7 @@ class GradContext:
     """
 
     __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block",
-                 "_earlier", "_has_grad")
+                 "_earlier", "_has_grad", "checks_slots")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
                  new_tmp: Callable[[str], str], backward_block: Callable | None = None,
@@ -48,6 +48,7 @@ class GradContext:
         self.block = block   # the block the grad ops go into (control-flow makers add blocks to its program)
         self._earlier = earlier   # gradc.backward.emit.Earlier: values before an earlier op, and their grads
         self._has_grad = has_grad   # whether a grad op emitted so far writes a grad (None: assume it does)
+        self.checks_slots = False   # a plugin's maker: each slot it names must be declared (gradc's may not)
 
     def for_op(self, fwd: OpDesc) -> GradContext:
         """The context of another forward op in the same backward (an op a maker builds and differentiates)."""
@@ -73,19 +74,27 @@ class GradContext:
         self._earlier.add_grad_before(name, op, grad)
 
     def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
-        return self.fwd.input(slot)
+        return self.fwd.input(self._declared(slot, self.opdef.inputs, "input") if self.checks_slots else slot)
 
     def O(self, slot: str) -> list[str]:  # noqa: E743
-        return self.fwd.output(slot)
+        return self.fwd.output(self._declared(slot, self.opdef.outputs, "output") if self.checks_slots else slot)
 
     def OG(self, slot: str) -> list[str]:
-        return [self.grad_of(n) for n in self.fwd.output(slot)]
+        return [self.grad_of(n) for n in self.O(slot)]
 
     def IG(self, slot: str) -> list[str]:
+        args = self.I(slot)
         if slot in self.opdef.no_grad_inputs:
-            return [EMPTY_VAR] * len(self.fwd.input(slot))
+            return [EMPTY_VAR] * len(args)
         wants, grad_of = self._wants_grad, self.grad_of
-        return [grad_of(n) if wants(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+        return [grad_of(n) if wants(n) else EMPTY_VAR for n in args]
+
+    def _declared(self, slot: str, slots: tuple[str, ...], kind: str) -> str:
+        """A slot the op's definition declares: a misspelt one would give no vars, and its gradient silently none."""
+        if slot in slots:
+            return slot
+        raise GradError(f"its grad maker asks for {kind} slot '{slot}', which '{self.fwd.type}' does not declare "
+                        f"(its {kind}s: {', '.join(slots) or 'none'}): fix the slot name in the maker")
 
     def shape(self, name: str) -> list[int] | None:
         """The declared shape of a var (-1 for a dim known at run time only), or None when unknown."""
@@ -123,6 +132,8 @@ class GradContext:
         """A grad op, its attributes typed as its definition says. An output slot with no wanted grad
         is left empty, as Paddle does; a list slot with some keeps its EMPTY_VAR placeholders, so grads
         stay aligned with the forward vars."""
+        if self.checks_slots and (target := get_opdef(type)) is not None:
+            _check_slots(self.fwd.type, target, inputs, outputs)
         op = OpDesc.__new__(OpDesc)   # make_op's op, its dicts filled once
         op.type = type
         op.inputs = {slot: list(args) for slot, args in inputs.items()}
@@ -134,6 +145,15 @@ class GradContext:
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
         return op
+
+
+def _check_slots(maker_of: str, target: OpDef, inputs: dict, outputs: dict) -> None:
+    """A grad op given a slot its definition lacks would fail later, at another op, or lose a gradient."""
+    for kind, given, declared in (("input", inputs, target.inputs), ("output", outputs, target.outputs)):
+        if unknown := [slot for slot in given if slot not in declared]:
+            raise GradError(f"its grad maker builds op '{target.type}' with {kind} slot '{unknown[0]}', which "
+                            f"'{target.type}' does not declare (its {kind}s: {', '.join(declared) or 'none'}): "
+                            f"fix the slot name in the maker of '{maker_of}'")
 
 
 def with_defaults(fwd: OpDesc, opdef: OpDef) -> tuple[dict, dict]:
@@ -220,4 +240,8 @@ def grad_op(*uses: str, grad_type: str | None = None) -> GradOp:
 
 def missing_grad_error(offenders: list[tuple[int, int, str]]) -> GradError:
     listing = "; ".join(f"block {b}, op {i} ({t})" for b, i, t in offenders)
-    return GradError(f"{len(offenders)} op(s) on the path to the loss have no grad maker: {listing}")
+    note = unknown_types_note(t for _, _, t in offenders) + "".join(
+        f"; {t} differentiates {d.grad_op_of}: its own gradient (a second derivative) needs a maker, "
+        f"gradc.registry.defgrad('{t}', grad=MAKER), or {d.grad_op_of}'s written with differentiable ops"
+        for t in sorted({t for _, _, t in offenders}) if (d := get_opdef(t)) is not None and d.grad_op_of)
+    return GradError(f"{len(offenders)} op(s) on the path to the loss have no grad maker: {listing}{note}")

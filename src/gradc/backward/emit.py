@@ -114,8 +114,10 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 if type(maker) is GradOp:   # the default maker (most ops) reads no more than these: no context
                     made = maker.grad_ops(fwd, opdef, grad_of, wants)
                 else:
-                    made = maker(registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
-                                                      block, earlier, has_grad))
+                    context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
+                                                   block, earlier, has_grad)
+                    context.checks_slots = _from_plugin(maker)
+                    made = maker(context)
                 for grad_op in made:
                     outputs = grad_op.output_names()
                     if any(outputs):   # a grad op that writes no wanted grad is dropped
@@ -123,11 +125,14 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                         # before append renames a second writer's output; the one grad op of most ops' short list
                         # as it is, else a set (an op with many outputs tests each against it)
                         written = outputs if not written and len(outputs) <= 8 else {*written, *outputs}
-            except IndexError:
-                _check_outputs_present(job, idx, opdef)
-                raise
             except GradError as exc:
                 raise _located(job, idx, exc) from None
+            except Exception as exc:
+                if isinstance(exc, IndexError):
+                    _check_outputs_present(job, idx, opdef)
+                if not _from_plugin(maker):
+                    raise
+                raise _plugin_maker_failed(job, idx, maker, exc) from exc
             if opdef.no_grad_outputs:
                 _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             if stale_reads:
@@ -159,6 +164,19 @@ def _located(job: BlockBackward, idx: int, exc: GradError) -> GradError:
     if text.startswith("block "):
         return exc
     return GradError(f"{op_location(job.forward_block.idx, idx, job.forward_ops[idx].type)}: {text}")
+
+
+def _from_plugin(maker) -> bool:
+    """A grad maker defined outside gradc (a plugin's, a user's register_op)."""
+    return getattr(maker, "__module__", "gradc").partition(".")[0] != "gradc"
+
+
+def _plugin_maker_failed(job: BlockBackward, idx: int, maker, exc: Exception) -> GradError:
+    """A grad maker from outside gradc raised: its author's bug, named with the op (not 'please report this')."""
+    where = op_location(job.forward_block.idx, idx, job.forward_ops[idx].type)
+    name = f"{maker.__module__}.{getattr(maker, '__qualname__', type(maker).__name__)}"
+    return GradError(f"{where}: its grad maker {name} raised {type(exc).__name__}: {exc} "
+                     f"(fix the maker; --debug shows the traceback)")
 
 
 def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
