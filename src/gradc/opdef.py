@@ -141,6 +141,16 @@ def get(type: str) -> OpDef | None:
     return _loaded(OPS, type) or OPS.get(type)
 
 
+def unknown_types_note(types) -> str:
+    """For an error over ops: '' when every type is registered, else which are not and how a user registers them."""
+    unknown = sorted({t for t in types if get(t) is None})
+    if not unknown:
+        return ""
+    return (f"; op type(s) gradc does not know: {', '.join(unknown)}: define each in a plugin (gradc.register_op "
+            f"for its slots and grad maker, @gradc.executor.kernel for its kernel; README 'Your own op') and load "
+            f"it first: gradc --plugin ./myops.py COMMAND ..., or import it in Python")
+
+
 def attr_default(op: OpDesc, name: str):
     """The op's attribute, else the registered default (Paddle files carry all attrs; ours may not)."""
     if name in op.attrs:

@@ -22,7 +22,7 @@ from . import malloc, straight
 from .context import KernelContext
 from .declared import check_scope_values
 from .direct import direct_step
-from .failures import check_finite, kernel_failure
+from .failures import check_finite, kernel_failure, no_kernel_error
 from .feeding import as_feed, check_fetches, feed_ops, feed_values, fetch_names, unwritten_fetch
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
@@ -177,8 +177,7 @@ class Executor:
         """Every op has a kernel, its declared slots, attributes of their types and inputs of shapes it takes."""
         missing = [(i, op.type) for i, op in enumerate(block.ops) if op.type not in KERNELS]
         if missing:
-            listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
-            raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
+            raise no_kernel_error(block.idx, missing)
         complex_values = declares_complex(block)
         for idx, op in enumerate(block.ops):
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)

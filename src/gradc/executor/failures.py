@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import registry
-from ..errors import ExecutionError, ProgramError
+from ..errors import ExecutionError, ProgramError, op_location
 from ..ir.types import DTYPE_BY_NUMPY_NAME
+from ..opdef import unknown_types_note
 from ..ops.infer import InferContext
 
 
@@ -80,3 +81,9 @@ def check_finite(ctx, results: dict) -> None:
         for name, array in zip(ctx.op.outputs.get(slot, ()), values):
             if isinstance(array, np.ndarray) and array.dtype.kind in "fc" and not np.isfinite(array).all():
                 raise NonFiniteError(ctx.where, name, slot, "NaN" if np.isnan(array).any() else "Inf")
+
+
+def no_kernel_error(block_idx: int, missing: list[tuple[int, str]]) -> ExecutionError:
+    """Ops of types with no kernel, and how to register those gradc does not know at all."""
+    listing = "; ".join(op_location(block_idx, i, t) for i, t in missing)
+    return ExecutionError(f"no kernel for {len(missing)} op(s): {listing}{unknown_types_note(t for _, t in missing)}")
