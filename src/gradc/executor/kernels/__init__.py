@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...optable import FamilyTable, OpTable
+from ..plugin_kernels import is_plugin_kernel, shape_checked
 from .families import FAMILIES
 
 KERNELS: OpTable = OpTable()   # op type -> kernel
@@ -35,8 +36,9 @@ def kernel(*types: str, replace: bool = False, shape_only: tuple[str, ...] = ())
 def register_kernel(op_type: str, fn: Callable, replace: bool, shape_only: tuple[str, ...]) -> None:
     KERNELS.before_registering(op_type, replace)
     if KERNELS.holds(op_type) and not replace:
-        raise ValueError(f"op '{op_type}' already has a kernel")
-    KERNELS[op_type] = fn
+        raise ValueError(f"op '{op_type}' already has a kernel: register yours under another op name, or pass "
+                         f"replace=True to override it")
+    KERNELS[op_type] = shape_checked(fn) if is_plugin_kernel(fn) else fn
     SHAPE_ONLY.pop(op_type, None)
     if shape_only:
         SHAPE_ONLY[op_type] = frozenset(shape_only)
