@@ -114,8 +114,10 @@ def test_a_registration_from_outside_sees_every_built_in_op():
     tanh_grad (which a second family extends) is not undone when that family is imported later; the same for the
     kernels of conv2d and pool2d."""
     lines = run_python("-c", OUTSIDE).splitlines()
-    assert lines == ["refused: op 'relu' is already registered", "kept: True ('X',)",
-                     "refused: op 'conv2d' already has a kernel", "kept: True"]
+    assert lines == ["refused: op 'relu' is already registered: give yours another name, or pass replace=True to "
+                     "override the registered one", "kept: True ('X',)",
+                     "refused: op 'conv2d' already has a kernel: register yours under another op name, or pass "
+                     "replace=True to override it", "kept: True"]
 
 
 WALK = """

@@ -44,7 +44,8 @@ __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slo
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:
     OPS.before_registering(opdef.type, replace)
     if OPS.holds(opdef.type) and not replace:
-        raise ValueError(f"op '{opdef.type}' is already registered")
+        raise ValueError(f"op '{opdef.type}' is already registered: give yours another name, or pass replace=True "
+                         f"to override the registered one")
     OPS[opdef.type] = opdef
     return opdef
 
