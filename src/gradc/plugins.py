@@ -20,6 +20,9 @@ def import_plugin(name: str) -> None:
             spec = importlib.util.spec_from_file_location(path.stem, path)
             if spec is None or not path.is_file():
                 raise ImportError(f"no file {path}")
+            loaded = sys.modules.get(path.stem)
+            if loaded is not None and getattr(loaded, "__file__", None) == spec.origin:
+                return   # imported already, as a module name's second import_module is: its ops stay registered once
             sys.path.insert(0, str(path.parent.resolve()))   # its own helper modules import as they would beside it
             module = importlib.util.module_from_spec(spec)
             sys.modules[path.stem] = module

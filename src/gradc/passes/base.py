@@ -11,6 +11,7 @@ requires and a postcondition it ensures; passes compose into a Pipeline.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -38,11 +39,28 @@ class Pass:
 
     @gc_paused()
     def __call__(self, program: Program):
-        self.requires(program)
-        result = self.apply(program)
+        with self._named("requires"):
+            self.requires(program)
+        with self._named("apply"):
+            result = self.apply(program)
         program.mark_changed()   # a pass may edit vars and ops in place
-        self.ensures(program)
+        with self._named("ensures"):
+            self.ensures(program)
         return result
+
+    @contextmanager
+    def _named(self, step: str):
+        """A plugin's pass failing names itself and the step (gradc's own passes name themselves where needed)."""
+        try:
+            yield
+        except Exception as exc:
+            if type(self).__module__.partition(".")[0] == "gradc" or str(exc).startswith(f"pass '{self.name}'"):
+                raise
+            if isinstance(exc, GradcError):
+                raise type(exc)(f"pass '{self.name}': {step}(): {exc}") from None
+            raise GradcError(f"pass '{self.name}' ({type(self).__module__}.{type(self).__qualname__}) raised "
+                             f"{type(exc).__name__} in {step}(): {exc} (fix the pass; --debug shows the "
+                             f"traceback)") from exc
 
     def fail(self, message: str) -> PassConditionError:
         return PassConditionError(f"pass '{self.name}': {message}")
