@@ -6,9 +6,11 @@ under a name of its own test (the registry is the process's)."""
 import textwrap
 
 import numpy as np
+import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
+from gradc.passes import base as passes_base
 
 # swish_beta: Out = X * sigmoid(alpha * Beta * X), Beta a learnable [1] parameter
 PLUGIN = '''
@@ -36,6 +38,16 @@ def backward(k):
                     "Beta@GRAD": lambda: np.sum(dout * x * slope * x).reshape(beta.shape).astype(beta.dtype)}})
 '''
 RIGHT = "x * _sigmoid(k.attr('alpha') * beta * x)"
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_plugins_registrations():
+    """The commands run in this process: what their plugins registered (every name starts w7) goes after each test,
+    so that the registry other tests count is gradc's own."""
+    yield
+    for table in (gradc.registry.OPS, gradc.executor.KERNELS, passes_base.PASSES):
+        for name in [name for name in dict.keys(table) if name.startswith(("w7_", "w7-"))]:
+            table.pop(name)
 
 
 def _plugin(tmp_path, op: str, forward_result: str = RIGHT, extra: str = "") -> str:
