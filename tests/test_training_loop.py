@@ -126,5 +126,6 @@ def test_check_nan_names_the_op_the_var_and_the_step():
     t.scope["fc_0.w_0"] = -np.ones((2, 2), np.float32)
     index = [op.type for op in net.program.global_block.ops].index("log")
     with pytest.raises(gradc.ExecutionError, match=rf"^step 2: block 0, op {index} \(log\) wrote NaN into "
-                                                   r"'log_0.tmp_0' \(output Out\)$"):
+                                                   r"'log_0.tmp_0' \(output Out\); a forward op; it read "
+                                                   r"X=fc_0.tmp_1 float32\[2, 2\] min -2.025 max -2.025$"):
         t.train_step({"x": np.ones((2, 2), np.float32)})

@@ -67,11 +67,13 @@ def describe_inputs(ctx) -> str:
 
 
 class NonFiniteError(ExecutionError):
-    """An op wrote NaN or Inf (raised only when the executor's check_finite is on)."""
+    """An op wrote NaN or Inf (raised only when the executor's check_finite is on); ``detail`` says in which part
+    of the program the op is and what it read."""
 
-    def __init__(self, where: str, var: str, slot: str, what: str, step: int | None = None):
-        super().__init__(f"{'' if step is None else f'step {step}: '}{where} wrote {what} into '{var}' (output {slot})")
-        self.where, self.var, self.slot, self.what = where, var, slot, what
+    def __init__(self, where: str, var: str, slot: str, what: str, step: int | None = None, detail: str = ""):
+        super().__init__(f"{'' if step is None else f'step {step}: '}{where} wrote {what} into '{var}' (output {slot})"
+                         f"{detail}")
+        self.where, self.var, self.slot, self.what, self.detail = where, var, slot, what, detail
 
 
 def check_finite(ctx, results: dict) -> None:
@@ -80,7 +82,42 @@ def check_finite(ctx, results: dict) -> None:
         values = value if type(value) is list else [value]
         for name, array in zip(ctx.op.outputs.get(slot, ()), values):
             if isinstance(array, np.ndarray) and array.dtype.kind in "fc" and not np.isfinite(array).all():
-                raise NonFiniteError(ctx.where, name, slot, "NaN" if np.isnan(array).any() else "Inf")
+                raise NonFiniteError(ctx.where, name, slot, _non_finite(array), detail=_what_it_read(ctx))
+
+
+def _non_finite(array: np.ndarray) -> str:
+    if np.isnan(array).any():
+        return "NaN"
+    return " and ".join(sign for sign, found in (("Inf", np.isposinf(array).any()), ("-Inf", np.isneginf(array).any()))
+                        if found)
+
+
+def _what_it_read(ctx) -> str:
+    """'; a forward op; it read X=name float32[8, 3] min .. max .. (2 zeros), ...': the values that made the NaN."""
+    from ..pairing import op_kind  # the pairing module reads the registry; only a failure needs it
+    written = set(ctx.op.output_names())
+    parts = []
+    for slot, args in ctx.op.inputs.items():
+        for name in args:
+            value = ctx.scope.find(name)
+            in_place = " (after the op: it writes it in place)" if name in written else ""
+            parts.append(f"{slot}={name} {_summary(value)}{in_place}")
+    return f"; a {op_kind(ctx.block, ctx.op)} op; it read {', '.join(parts) or 'nothing'}"
+
+
+def _summary(value) -> str:
+    if not isinstance(value, np.ndarray):
+        return type(value).__name__
+    head = f"{value.dtype.name}{list(value.shape)}"
+    if value.dtype.kind not in "fiu" or value.size == 0:
+        return head
+    finite = value[np.isfinite(value)] if value.dtype.kind == "f" else value
+    counts = [(int(np.isnan(value).sum()), "NaN"), (int(np.isposinf(value).sum()), "Inf"),
+              (int(np.isneginf(value).sum()), "-Inf")] if value.dtype.kind == "f" else []
+    counts.append((int((value == 0).sum()), "zero"))
+    extremes = f" min {finite.min():.6g} max {finite.max():.6g}" if finite.size else ""
+    counted = ", ".join(f"{n} {label}{'s' if n > 1 and label == 'zero' else ''}" for n, label in counts if n)
+    return f"{head}{extremes}{f' ({counted})' if counted else ''}"
 
 
 def no_kernel_error(block_idx: int, missing: list[tuple[int, str]]) -> ExecutionError:

@@ -33,6 +33,7 @@ from .best import EarlyStopping, split_best
 from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
+from .grad_norms import gradient_norms, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
 from .params import checked_param, run_startup
@@ -45,9 +46,10 @@ class Trainer:
     def __init__(self, program: Program | str | os.PathLike, startup=(), scope: Scope | None = None, *,
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
-                 executor: Executor | None = None, paddle_stream: bool = False):
+                 executor: Executor | None = None, paddle_stream: bool = False, log_grad_norms: bool = False):
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
-        reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module)."""
+        reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module).
+        ``log_grad_norms``: measure each parameter's gradient every step (``grad_norms``, the reporters show it)."""
         self.program = program if isinstance(program, Program) else load(program)
         reason = updates_nothing(self.program)
         if reason:
@@ -62,6 +64,8 @@ class Trainer:
                           "example is not one); name the scalars to report with --fetch NAME (fetch= in Python)",
                           GradcWarning, stacklevel=2)
         self.seed, self.paddle_stream = seed, paddle_stream
+        self.gradient_pairs = parameter_gradients(self.program) if log_grad_norms else []
+        self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         self.lr_var = lr_var
         self.epoch = self.batch = self.step = 0
@@ -84,10 +88,13 @@ class Trainer:
         if self.schedule is not None:
             schedules.write_learning_rate(self.program, self.scope, self.schedule(self.step), self.lr_var)
         try:
-            values = self.executor.run(self.program, feed, self.fetch, self.scope)
+            values = self.executor.run(self.program, feed, self.fetch + [grad for _, grad in self.gradient_pairs],
+                                       self.scope)
         except NonFiniteError as exc:
-            raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, step=self.step + 1) from None
+            raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, self.step + 1, exc.detail) from None
         self.step += 1
+        if self.gradient_pairs:
+            self.grad_norms = gradient_norms(self.gradient_pairs, values[len(self.fetch):])
         return [scalar(name, value) for name, value in zip(self.fetch, values)]
 
     def _reseed(self, stream: int, number: int) -> None:
