@@ -1,0 +1,76 @@
+"""Why a parameter got no gradient: what `gradc compile` says of the parameters its table leaves out, since a
+layer frozen by mistake (a detach left in, trainable=False, a no-grad set) otherwise trains silently without them."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from ..ir import Block
+from ..pairing import FORWARD, op_kinds
+
+
+def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
+                        no_grad_set: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """The parameters of ``block`` that got no gradient of ``losses``, as 'names: reason' lines: those frozen on
+    purpose (the no-grad set, trainable=False), and those cut off from the loss (a detach on the way, no path)."""
+    graded, no_grad = set(graded), set(no_grad_set)
+    # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
+    graded |= {name for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD for name in op.output_names()}
+    frozen: dict[str, list[str]] = {}
+    cut_off: dict[str, list[str]] = {}
+    for name, var in sorted(block.vars.items()):
+        if not var.is_parameter or name in graded:
+            continue
+        if name in no_grad:
+            frozen.setdefault("in the no-grad set (--no-grad)", []).append(name)
+        elif var.stop_gradient:
+            frozen.setdefault("not trainable (stop_gradient, Paddle's ParamAttr(trainable=False))", []).append(name)
+        else:
+            cut_off.setdefault(_path_reason(block, name, set(losses), no_grad), []).append(name)
+    return _lines(frozen), _lines(cut_off)
+
+
+def _lines(reasons: dict[str, list[str]]) -> list[str]:
+    return [f"{len(names)} {_listed(names)}: {reason}" for reason, names in reasons.items()]
+
+
+def _listed(names: list[str]) -> str:
+    return "(" + ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "") + ")"
+
+
+def _path_reason(block: Block, param: str, losses: set[str], no_grad: set[str]) -> str:
+    """The first var that stops the gradient on a forward path from ``param`` to a loss, found breadth first."""
+    readers: dict[str, list] = {}
+    for op, kind in zip(block.ops, op_kinds(block)):
+        if kind == FORWARD:
+            for name in set(op.input_names()):
+                readers.setdefault(name, []).append(op)
+    came_from: dict[str, str | None] = {param: None}
+    queue = deque([param])
+    while queue:
+        name = queue.popleft()
+        if name in losses:
+            return _blocker(block, _path(came_from, name), no_grad)
+        for op in readers.get(name, ()):
+            for out in op.output_names():
+                if out not in came_from:
+                    came_from[out] = name
+                    queue.append(out)
+    return "the loss does not depend on it"
+
+
+def _path(came_from: dict[str, str | None], end: str) -> list[str]:
+    path = [end]
+    while came_from[path[-1]] is not None:
+        path.append(came_from[path[-1]])
+    return path[::-1]
+
+
+def _blocker(block: Block, path: list[str], no_grad: set[str]) -> str:
+    for name in path[1:]:
+        var = block.find_var(name)
+        if name in no_grad or (var is not None and var.stop_gradient):
+            return (f"its path to the loss goes through '{name}', which is stop_gradient (a detach, or "
+                    f"stop_gradient = True left on a layer's output)")
+    return f"no op on its path to the loss ({' -> '.join(path)}) has a gradient"
