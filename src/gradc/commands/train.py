@@ -57,6 +57,8 @@ from .train_report import JsonLinesReporter
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
               "(default 1 with --feed, 10 with --data).")
 @click.option("--check-nan", is_flag=True, help="Stop at the first op that writes NaN or Inf, naming it and the step.")
+@click.option("--log-grad-norms", is_flag=True, help="With each logged step, the L2 norm of every parameter's "
+              "gradient and their global norm (the text names the largest; --json has all; no progress bar).")
 @click.option("--checkpoint-dir", type=click.Path(), help="Keep checkpoints (parameters, optimizer state, position) "
               "here: after each epoch, every --checkpoint-every steps, at the end and on Ctrl-C (without it, Ctrl-C "
               "keeps one in a new PROGRAM.interrupted directory here).")
@@ -82,8 +84,8 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          early_stop, monitor, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
-          save_params, plot, lr_schedule, lr, lr_var, as_json, strict_params):
+          early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every,
+          paddle_stream, resume, save_params, plot, lr_schedule, lr, lr_var, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -123,7 +125,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if reason:
         raise GradcError(f"{program}: {reason}")
     trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
+                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
+                      log_grad_norms=log_grad_norms)
     if params:
         load_params(trainer.scope, params, trainer.program, strict_params)
     if feed is not None:
@@ -138,7 +141,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
         if lr_schedule is None:
             _warn_of_a_zero_rate(trainer)
     log = log_every or (1 if feed is not None else 10)
-    reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log)
+    reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log, bar=not log_grad_norms)
     try:
         history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                               steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from ..training.grad_norms import total_norm
 from ..training.history import History, Reporter
 from .json_output import emit, number
 
@@ -22,7 +23,7 @@ class JsonLinesReporter(Reporter):
         self.early_stopped = False
 
     def begin(self, trainer, epochs, batches, single_batch, steps):
-        self.names, self.batches, self.single = trainer.fetch, batches, single_batch
+        self.trainer, self.names, self.batches, self.single = trainer, trainer.fetch, batches, single_batch
         self.total_steps = steps if single_batch and steps else epochs * batches
         self.epoch_started = time.perf_counter()
 
@@ -31,10 +32,19 @@ class JsonLinesReporter(Reporter):
 
     def step(self, step, epoch, batch, values):
         if self.single and (step % self.log_every == 0 or step == self.total_steps):
-            emit({"event": "step", "step": step, "epoch": None, "batch": None, "values": _values(self.names, values)})
+            emit({"event": "step", "step": step, "epoch": None, "batch": None, "values": _values(self.names, values),
+                  **self._grad_norms()})
         elif not self.single and (batch % self.log_every == 0 or batch == self.batches):
             emit({"event": "step", "step": step, "epoch": epoch + 1, "batch": batch,
-                  "values": _values(self.names, values)})
+                  "values": _values(self.names, values), **self._grad_norms()})
+
+    def _grad_norms(self) -> dict:
+        """--log-grad-norms: the global norm and each parameter's, in the program's order."""
+        norms = self.trainer.grad_norms
+        if not norms:
+            return {}
+        return {"grad_norms": {"total": number(total_norm(norms)),
+                               "parameters": {param: number(norm) for param, norm in norms.items()}}}
 
     def epoch_end(self, epoch, record):
         if not self.single:

@@ -9,6 +9,7 @@ import time
 
 import click
 
+from .grad_norms import describe
 from .history import History, Reporter
 
 
@@ -21,8 +22,8 @@ def _count(number: int, noun: str) -> str:
 
 
 class ConsoleReporter(Reporter):
-    def __init__(self, log_every: int = 1, progress_stream=None):
-        self.log_every = log_every
+    def __init__(self, log_every: int = 1, progress_stream=None, bar: bool = True):
+        self.log_every, self.allow_bar = log_every, bar
         self.stream = progress_stream or sys.stderr
         self.bar = None
 
@@ -36,8 +37,8 @@ class ConsoleReporter(Reporter):
             click.echo(f"nothing to train: the resumed run has done {_count(trainer.epoch, 'epoch')} "
                        f"({_count(trainer.step, 'step')}), all that {asked} asks for (give more to train on)")
         terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.progress = terminal
-        if terminal and single_batch:
+        self.progress = terminal and self.allow_bar
+        if self.progress and single_batch:
             self.bar = self._bar(self.total_steps, "training", trainer.step)
 
     def _bar(self, length: int, label: str, done: int):
@@ -65,9 +66,15 @@ class ConsoleReporter(Reporter):
         if self.single:
             if step % self.log_every == 0 or step == self.total_steps:
                 click.echo(f"step {step}: {_values(self.names, values)}")
+                self._grad_norms()
         elif batch % self.log_every == 0 or batch == self.batches:
             click.echo(f"epoch {epoch + 1}/{self.epochs} step {batch}/{self.batches}: "
                        f"{_values(self.names, values)} ({self._rate():,.0f} ex/s)")
+            self._grad_norms()
+
+    def _grad_norms(self):
+        if self.trainer.grad_norms:
+            click.echo(f"  {describe(self.trainer.grad_norms)}")
 
     def _close_bar(self):
         if self.bar is not None:

@@ -1,0 +1,44 @@
+"""Per-parameter gradient norms of each training step (`gradc train --log-grad-norms`, ``Trainer(log_grad_norms=
+True)``): what shows a gradient exploding or vanishing, layer by layer, before the loss turns NaN or stops moving."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import GradcError
+from ..ir import Program
+
+SHOWN = 8   # the text's line names the largest few; --json has every parameter
+
+
+def parameter_gradients(program: Program) -> list[tuple[str, str]]:
+    """(parameter, gradient) for each parameter of block 0 whose ``@GRAD`` var some op writes."""
+    block = program.global_block
+    written = {name for op in block.ops for name in op.output_names()}
+    pairs = [(name, f"{name}@GRAD") for name, var in block.vars.items()
+             if var.is_parameter and f"{name}@GRAD" in written]
+    if not pairs:
+        raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
+                         "training program (gradc compile --optimizer)?")
+    return pairs
+
+
+def gradient_norms(pairs: list[tuple[str, str]], gradients: list) -> dict[str, float]:
+    """The L2 norm of each parameter's gradient, in float64 (a float16 gradient's square would overflow)."""
+    return {param: float(np.linalg.norm(np.asarray(grad, dtype=np.float64).ravel()))
+            for (param, _), grad in zip(pairs, gradients)}
+
+
+def total_norm(norms: dict[str, float]) -> float:
+    """The global norm over all parameters, as ClipGradByGlobalNorm measures it."""
+    return math.sqrt(sum(norm * norm for norm in norms.values()))
+
+
+def describe(norms: dict[str, float]) -> str:
+    """'grad norms: total 3.2; fc.w 3.1, fc.b 0.7, ... (8 of 20, largest first)'."""
+    ranked = sorted(norms.items(), key=lambda item: -item[1] if not math.isnan(item[1]) else -math.inf)
+    listed = ", ".join(f"{param} {norm:.4g}" for param, norm in ranked[:SHOWN])
+    more = f" ({SHOWN} of {len(ranked)}, largest first; --json has all)" if len(ranked) > SHOWN else ""
+    return f"grad norms: total {total_norm(norms):.4g}; {listed}{more}"
