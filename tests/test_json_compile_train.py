@@ -85,8 +85,8 @@ def test_precision_json_gives_the_texts_rows_and_eps():
     assert doc["program"] == str(MLP / "forward.pb") and doc["eps"] == float(np.finfo(np.float32).eps)
     assert len(doc["rows"]) == 4 and all(row["eps"] == doc["eps"] for row in doc["rows"])
     for row, line in zip(doc["rows"], text[1:5]):
-        op, kind, output, error, inputs, growth, own = line.split()
-        assert (row["op"], row["type"], row["output"]) == (int(op), kind, output)
+        op, kind, output, dtype, error, inputs, growth, own = line.split()
+        assert (row["op"], row["type"], row["output"], row["dtype"]) == (int(op), kind, output, dtype)
         assert (f"{row['error']:.1e}", f"{row['inputs']:.1e}", f"{row['growth']:.3g}", f"{row['own']:.1e}") == (
             error, inputs, growth, own)
         assert row["growth"] == pytest.approx(row["error"] / max(row["inputs"], row["eps"]))

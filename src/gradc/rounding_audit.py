@@ -21,6 +21,7 @@ from .passes import Float64Pass
 
 LOW_PRECISION = {VarType.FP32: np.finfo(np.float32).eps, VarType.FP16: np.finfo(np.float16).eps,
                  VarType.BF16: 2.0 ** -7}
+DTYPE_NAMES = {VarType.FP32: "float32", VarType.FP16: "float16", VarType.BF16: "bfloat16"}
 
 
 @dataclass
@@ -32,6 +33,7 @@ class OpRounding:
     inputs: float           # the largest error of the values it read (0 for feeds and parameters)
     own: float | None = None   # the op alone in float64 on the values it read: its kernel's own rounding
     eps: float = 0.0        # the output's machine epsilon
+    dtype: str = ""         # the output's: an AMP program mixes float16 (or bfloat16) ops with float32 ones
 
     @property
     def growth(self) -> float:
@@ -102,7 +104,8 @@ def audit(program: Program, feed: Mapping, params: Mapping, top: int = 15, seed:
         reads = _reads(op, index, written, low)
         if reads is not None and (index not in rows or e > rows[index].error):
             given = max((error.get(n, 0.0) for n in reads), default=0.0)
-            rows[index] = OpRounding(index, op.type, name, e, given, eps=float(LOW_PRECISION[dtype]))
+            rows[index] = OpRounding(index, op.type, name, e, given, eps=float(LOW_PRECISION[dtype]),
+                                       dtype=DTYPE_NAMES[dtype])
     worst = sorted(rows.values(), key=lambda row: -row.growth)[:top]
     for row in worst:
         row.own = _own_error(program, row.index, low, feed, params, written)

@@ -261,13 +261,14 @@ def precision(program, feed, params, startups, top, seed, as_json):
         emit(precision_document(program, rows))
         return
     width, kind = max(len(row.var) for row in rows), max(len(row.type) for row in rows)
-    click.echo(f"{'op':>5}  {'type':<{kind}}  {'output':<{width}}  {'error':>8}  {'inputs':>8}  {'growth':>8}  "
-               f"{'own':>8}")
+    click.echo(f"{'op':>5}  {'type':<{kind}}  {'output':<{width}}  {'dtype':<8}  {'error':>8}  {'inputs':>8}  "
+               f"{'growth':>8}  {'own':>8}")
     for row in rows:
         own = "-" if row.own is None else f"{row.own:.1e}"
-        click.echo(f"{row.index:>5}  {row.type:<{kind}}  {row.var:<{width}}  {row.error:>8.1e}  {row.inputs:>8.1e}  "
-                   f"{row.growth:>8.3g}  {own:>8}")
+        click.echo(f"{row.index:>5}  {row.type:<{kind}}  {row.var:<{width}}  {row.dtype:<8}  {row.error:>8.1e}  "
+                   f"{row.inputs:>8.1e}  {row.growth:>8.3g}  {own:>8}")
+    epsilons = ", ".join(f"{dtype} {eps:.1e}" for dtype, eps in dict((row.dtype, row.eps) for row in rows).items())
     click.echo(f"error: the output's distance from the float64 run over its largest value; inputs: the largest error "
-               f"of what the op read; growth: error / max(inputs, eps); own: the op alone in float64 on what it read "
-               f"(its kernel's rounding, about eps = {rows[0].eps:.1e} when exact: a growth with a small own error is "
-               f"the op amplifying what it was given)")
+               f"of what the op read; growth: error / max(inputs, eps of the output's dtype); own: the op alone in "
+               f"float64 on what it read (its kernel's rounding, about eps ({epsilons}) when exact: a growth with a "
+               f"small own error is the op amplifying what it was given)")

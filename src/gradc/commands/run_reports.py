@@ -75,4 +75,5 @@ def precision_document(program: str, rows) -> dict:
     return {"program": str(program), "eps": rows[0].eps,
             "rows": [{"op": row.index, "type": row.type, "output": row.var, "error": number(float(row.error)),
                       "inputs": number(float(row.inputs)), "growth": number(float(row.growth)),
-                      "own": None if row.own is None else number(float(row.own)), "eps": row.eps} for row in rows]}
+                      "own": None if row.own is None else number(float(row.own)), "eps": row.eps,
+                      "dtype": row.dtype} for row in rows]}
