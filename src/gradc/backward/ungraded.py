@@ -3,11 +3,24 @@ layer frozen by mistake (a detach left in, trainable=False, a no-grad set) other
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from collections.abc import Iterable
 
+from ..errors import GradcNotice, GradcWarning
 from ..ir import Block
 from ..pairing import FORWARD, op_kinds
+
+
+def warn_ungraded(block: Block, graded: Iterable[str], losses: list[str], no_grad_set: Iterable[str] = ()) -> None:
+    """The parameters without a gradient, each with why: a layer cut off from the loss is a warning (a detach left
+    in is a mistake more often than not), one frozen on purpose a note."""
+    frozen, cut_off = ungraded_parameters(block, graded, losses, no_grad_set)
+    if frozen:
+        warnings.warn(f"parameters frozen, without a gradient: {'; '.join(frozen)}", GradcNotice, stacklevel=3)
+    if cut_off:
+        warnings.warn(f"parameters that get no gradient and will not train: {'; '.join(cut_off)}", GradcWarning,
+                      stacklevel=3)
 
 
 def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],

@@ -8,7 +8,7 @@ from functools import partial
 
 import click
 
-from ..backward.ungraded import ungraded_parameters
+from ..backward.ungraded import warn_ungraded
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
@@ -102,7 +102,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
                           "no path to the loss; training this program would change nothing", GradcWarning,
                           stacklevel=2)
         elif not params:
-            _warn_ungraded(prog, pairs, backward, no_grad)
+            warn_ungraded(prog.global_block, [param for param, _ in pairs], backward.losses_used, no_grad)
     pass_results = {name: results[name] for name in [p.name for p in memory] + list(extra_passes)
                     if results[name] is not None and name != "optimizer"}
     optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
@@ -164,14 +164,3 @@ def _with_suffix(path: str, infix: str) -> str:
     stem, dot, suffix = path.rpartition(".")
     return f"{stem}{infix}.{suffix}" if dot and "/" not in suffix else path + infix
 
-
-def _warn_ungraded(prog, pairs, backward, no_grad) -> None:
-    """The parameters the table leaves out, each with why: a layer cut off from the loss is a warning (a detach
-    left in is a mistake more often than not), one frozen on purpose a note."""
-    frozen, cut_off = ungraded_parameters(prog.global_block, [param for param, _ in pairs], backward.losses_used,
-                                          no_grad)
-    if frozen:
-        warnings.warn(f"parameters frozen, without a gradient: {'; '.join(frozen)}", GradcNotice, stacklevel=2)
-    if cut_off:
-        warnings.warn(f"parameters that get no gradient and will not train: {'; '.join(cut_off)}", GradcWarning,
-                      stacklevel=2)

@@ -189,6 +189,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     or the check could not run (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
     error."""
     from ..backward import default_loss
+    from ..backward.ungraded import warn_ungraded
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import is_training_op, updates_parameters
@@ -207,6 +208,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
+    if not wrt:   # a parameter with no gradient is checked by no row: say which and why
+        warn_ungraded(prog.global_block, [c.var for c in checks], losses)
     if as_json:
         emit(checked_document(program, losses, checks, rtol, atol))
         if any(c.mismatch is not None for c in checks):
