@@ -4,11 +4,13 @@ True)``): what shows a gradient exploding or vanishing, layer by layer, before t
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcWarning
 from ..ir import Program
+from ..pairing import OPTIMIZER, op_kinds
 
 SHOWN = 8   # the text's line names the largest few; --json has every parameter
 
@@ -22,6 +24,12 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
     if not pairs:
         raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
                          "training program (gradc compile --optimizer)?")
+    grads = {grad for _, grad in pairs}
+    clipping = next((op for op, kind in zip(block.ops, op_kinds(block))
+                     if kind == OPTIMIZER and grads.intersection(op.output_names())), None)
+    if clipping is not None:   # only the last value of a var can be fetched
+        warnings.warn(f"the optimizer's ops rewrite the gradients in place (an {clipping.type}: clipping or weight "
+                      f"decay): the norms logged are those after it", GradcWarning, stacklevel=3)
     return pairs
 
 
