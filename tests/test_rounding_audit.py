@@ -77,7 +77,7 @@ def test_precision_command_lists_the_ops_and_refuses_a_program_without_its_value
                                  "--params", str(MLP / "params.npz"), "--top", "3"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split() == ["op", "type", "output", "error", "inputs", "growth", "own"]
+    assert lines[0].split() == ["op", "type", "output", "dtype", "error", "inputs", "growth", "own"]
     assert len(lines) == 5 and lines[-1].startswith("error: the output's distance from the float64 run")
     result = runner.invoke(cli, ["precision", str(MLP / "forward.pb"), "--feed", str(MLP / "feed.npz")])
     assert result.exit_code == 1 and "no value for the persistable var(s) fc_0.w_0" in str(result.exception)
