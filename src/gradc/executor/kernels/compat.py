@@ -9,6 +9,7 @@ import numpy as np
 from . import kernel
 from .linalg import f64
 from .matmul import t
+from .nn import padding_of
 
 
 def _along(k) -> tuple[int, bool]:
@@ -59,7 +60,7 @@ def slogdet_v2_grad(k):
 
 def _ids(k, rows: int) -> np.ndarray:
     ids = k.x("x").astype(np.int64)
-    bad = ((ids < 0) | (ids >= rows)) & (ids != k.attr("padding_idx"))
+    bad = ((ids < 0) | (ids >= rows)) & ~padding_of(ids, k.attr("padding_idx"))
     if bad.any():
         raise ValueError(f"id {ids[bad][0]} is out of range for a table of {rows} rows")
     return ids
@@ -69,7 +70,7 @@ def _ids(k, rows: int) -> np.ndarray:
 def embedding_with_scaled_gradient(k):
     weight = k.x("weight")
     ids = _ids(k, weight.shape[0])
-    padding = ids == k.attr("padding_idx")
+    padding = padding_of(ids, k.attr("padding_idx"))
     out = weight[np.where(padding, 0, ids)]
     out[padding] = 0
     return {"out": out}
@@ -79,7 +80,7 @@ def embedding_with_scaled_gradient(k):
 def embedding_with_scaled_gradient_grad(k):
     weight, dout = k.x("weight"), k.x("out@GRAD")
     ids = _ids(k, weight.shape[0]).reshape(-1)
-    keep = ids != k.attr("padding_idx")
+    keep = ~padding_of(ids, k.attr("padding_idx"))
     dweight = np.zeros(weight.shape, dout.dtype)
     np.add.at(dweight, ids[keep], dout.reshape(ids.size, weight.shape[1])[keep])
     counts = np.bincount(ids[keep], minlength=weight.shape[0])

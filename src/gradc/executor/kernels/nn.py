@@ -259,10 +259,15 @@ def dropout_grad(k):
 
 
 # ---------------------------------------------------------------- embeddings
+def padding_of(ids: np.ndarray, padding_idx: int) -> np.ndarray:
+    """Where ids are the padding id; -1 is Paddle's kNoPadding, which no id matches (an id of -1 is out of range)."""
+    return ids == padding_idx if padding_idx != -1 else np.zeros(ids.shape, bool)
+
+
 def _ids(k, rows: int):
     """Ids as int64, checked against the table (padding ids need not be valid rows)."""
     ids = k.x("Ids").astype(np.int64)
-    bad = ((ids < 0) | (ids >= rows)) & (ids != k.attr("padding_idx"))
+    bad = ((ids < 0) | (ids >= rows)) & ~padding_of(ids, k.attr("padding_idx"))
     if bad.any():
         raise ValueError(f"id {ids[bad][0]} is out of range for a table of {rows} rows")
     return ids
@@ -274,7 +279,7 @@ def lookup_table_v2(k):
     ids = _ids(k, w.shape[0])
     if k.op.type == "lookup_table":   # v1: Ids end in a dim of 1, which the output drops
         ids = ids.reshape(ids.shape[:-1])
-    padding = ids == k.attr("padding_idx")  # padding_idx -1 never matches a valid id
+    padding = padding_of(ids, k.attr("padding_idx"))
     out = w[np.where(padding, 0, ids)]
     out[padding] = 0
     return {"Out": out}
@@ -285,7 +290,7 @@ def lookup_table_v2_grad(k):
     w, dout = k.x("W"), k.x("Out@GRAD")
     ids = _ids(k, w.shape[0]).reshape(-1)
     rows = dout.reshape(ids.size, w.shape[1])
-    keep = ids != k.attr("padding_idx")
+    keep = ~padding_of(ids, k.attr("padding_idx"))
     dw = np.zeros(w.shape, dout.dtype)
     np.add.at(dw, ids[keep], rows[keep])
     return {"W@GRAD": dw}
