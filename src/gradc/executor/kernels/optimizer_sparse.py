@@ -23,10 +23,13 @@ def _searched(grad: SelectedRows) -> np.ndarray:
     return searched_dense(grad.merged())
 
 
-# op -> the tensor its sparse kernel in effect applies the dense rule to: sgd subtracts each row (repeats in
-# turn), adagrad and lamb merge the rows; momentum and rmsprop merge without sorting and then find each
-# parameter row by binary search, which misses rows when the merged rows are unsorted (ids without repeats)
-DENSE_VIEW = {"sgd": _whole, "adagrad": _whole, "lamb": _whole, "momentum": _searched, "rmsprop": _searched}
+# op -> the tensor its sparse kernel in effect applies the dense rule to: lamb merges the rows; momentum and
+# rmsprop merge without sorting and then find each parameter row by binary search, which misses rows when the
+# merged rows are unsorted (ids without repeats)
+DENSE_VIEW = {"lamb": _whole, "momentum": _searched, "rmsprop": _searched}
+# op -> the slots of its rows: sgd (each row subtracted, repeats in turn) and adagrad (rows merged) leave a row
+# without gradient as it was, so their dense rule runs on the selected rows alone
+ROW_LOCAL = {"sgd": ("Param", "MasterParam"), "adagrad": ("Param", "Moment", "MasterParam")}
 NO_SPARSE_KERNEL = ("adamax", "adadelta", "nadam", "radam", "rprop", "lars_momentum", "merged_momentum",
                     "merged_adam")
 
@@ -65,6 +68,26 @@ def _dense_view_kernel(op_type: str):
     return run
 
 
+def _row_local_kernel(op_type: str):
+    dense = KERNELS[op_type]
+
+    def run(k, grad: SelectedRows):
+        """The dense rule on the merged rows only, written back into copies of the table and its accumulators:
+        a step costs the rows it selects, not the table (which to_dense of the gradient would)."""
+        if not grad.rows.size:
+            return _unchanged(k)
+        merged = grad.merged()
+        sliced = {slot: k.x(slot)[merged.rows] for slot in ROW_LOCAL[op_type] if k.op.input(slot)}
+        outputs = dense(Reading(k, {**sliced, "Grad": merged.values}))
+        for slot, rows in outputs.items():
+            if slot[:-len("Out")] in sliced:
+                whole = k.x(slot[:-len("Out")]).copy()   # kernels never write their inputs: fetched values stay
+                whole[merged.rows] = rows
+                outputs[slot] = whole
+        return outputs
+    return run
+
+
 def _sparse_sgd(dense_view):
     def run(k, grad: SelectedRows):
         """A bfloat16 parameter's rows step in turn (M.bfloat16_sparse_sgd); others take the dense view's rule."""
@@ -95,23 +118,24 @@ def sparse_adam(param, grad: SelectedRows, lr, moment1, moment2, beta1_pow, beta
     b2_pow = dtype(np.asarray(beta2_pow).reshape(-1)[0]) * (b2 if pows_in_place else one)
     lr_t = dtype(np.asarray(lr).reshape(-1)[0]) * (np.sqrt(one - b2_pow) / (one - b1_pow))
     merged = grad if np.all(grad.rows[1:] > grad.rows[:-1]) else grad.merged(sort=True)
-    selected = np.zeros(param.shape[0], bool)
-    selected[merged.rows] = True
-    rows = slice(None) if not lazy_mode else selected
-    g = np.zeros_like(param)
-    g[merged.rows] = merged.values
+    eps_selected = (eps * np.sqrt(one - b2_pow)).astype(param.dtype)
+    if lazy_mode:   # only the selected rows are read and computed: the table is copied, not computed over
+        rows, g, eps_rows = merged.rows, merged.values, eps_selected
+    else:
+        rows, g = slice(None), np.zeros_like(param)
+        g[merged.rows] = merged.values
+        eps_rows = np.full(param.shape[0], eps, param.dtype)
+        eps_rows[merged.rows] = eps_selected
+        eps_rows = eps_rows.reshape(-1, *[1] * (param.ndim - 1))
     moment1, moment2, param = moment1.copy(), moment2.copy(), param.copy()
-    moment1[rows] = b1 * moment1[rows] + (one - b1) * g[rows]
-    moment2[rows] = b2 * moment2[rows] + (one - b2) * g[rows] * g[rows]
+    moment1[rows] = b1 * moment1[rows] + (one - b1) * g
+    moment2[rows] = b2 * moment2[rows] + (one - b2) * g * g
     denominator = moment2
     if amsgrad:
         moment2_max = moment2_max.copy()
         moment2_max[rows] = np.maximum(moment2[rows], moment2_max[rows])
         denominator = moment2_max
-    eps_rows = np.where(selected, eps * np.sqrt(one - b2_pow), eps).astype(param.dtype)
-    eps_rows = eps_rows.reshape(-1, *[1] * (param.ndim - 1))
-    step = lr_t * (moment1 / (np.sqrt(denominator) + eps_rows))
-    param[rows] = param[rows] - step[rows]
+    param[rows] = param[rows] - lr_t * (moment1[rows] / (np.sqrt(denominator[rows]) + eps_rows))
     return param, moment1, moment2, moment2_max
 
 
@@ -140,7 +164,9 @@ def _adam_kernel(with_decay: bool):
 
 
 for _op in DENSE_VIEW:
-    _with_sparse_grads(_op, _sparse_sgd(_dense_view_kernel(_op)) if _op == "sgd" else _dense_view_kernel(_op))
+    _with_sparse_grads(_op, _dense_view_kernel(_op))
+_with_sparse_grads("sgd", _sparse_sgd(_row_local_kernel("sgd")))
+_with_sparse_grads("adagrad", _row_local_kernel("adagrad"))
 for _op in NO_SPARSE_KERNEL:
     _with_sparse_grads(_op, _refuse(_op))
 _with_sparse_grads("adam", _adam_kernel(with_decay=False))
