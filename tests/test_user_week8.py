@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.executor.selected_rows import SelectedRows
 from gradc.ir import VarType
@@ -69,6 +70,19 @@ def test_an_id_of_minus_one_in_a_slot_without_padding_is_refused_naming_the_slot
     with pytest.raises(gradc.ExecutionError, match=r"id -1 is out of range for a table of 400 rows.*Ids=item\["):
         executor.run(main, feed=feed, fetch_list=[meta["loss"]], scope=scope)
     np.testing.assert_array_equal(scope["item_emb"][-1], last_row)
+
+
+def test_train_refuses_an_id_of_minus_one_before_the_first_step(tmp_path):
+    """Before, train's check of the data let -1 pass as the padding id of a slot without padding."""
+    data = {slot: np.concatenate([BATCHES[f"{slot}{step}"] for step in range(STEPS)]) for slot in SLOTS}
+    data["item"][7, 0] = -1
+    np.savez(tmp_path / "data.npz", **data)
+    done = gradc_cli("train", WEEK / "adam_lazy" / "main.pb", "--startup", WEEK / "adam_lazy" / "startup.pb",
+                     "--params", WEEK / "init.pdparams", "--data", tmp_path / "data.npz", "--batch-size", "16")
+    assert done.returncode == 1
+    assert "array 'item' holds the id -1 (example 8), but block 0, op 2 (lookup_table_v2) looks ids up in the 400 " \
+           "rows of 'item_wide': an id is 0 to 399" in done.stderr
+    assert "step" not in done.stderr
 
 
 def test_padding_idx_still_zeroes_its_ids():

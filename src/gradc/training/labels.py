@@ -90,9 +90,11 @@ def _check_ids(program: Program, arrays: dict, source: str, item: str) -> None:
         table = op.input("W")[0]
         rows = (getattr(block.find_var(table), "shape", None) or [-1])[0]
         padding = op.attrs.get("padding_idx", -1)
+        padding = None if padding == -1 else padding   # -1: Paddle's kNoPadding, so an id of -1 is out of range
         bad = out_of_range(arrays[ids], rows, padding) if rows > 0 else None
         if bad is not None:
-            allowed = f"0 to {rows - 1}" + (f", or {padding} (its padding_idx)" if padding >= rows else "")
+            beyond = padding is not None and padding >= rows   # a padding id the rows do not already allow
+            allowed = f"0 to {rows - 1}" + (f", or {padding} (its padding_idx)" if beyond else "")
             raise FeedError(f"{source}: {item} '{ids}' holds the id {bad[0]} (example {bad[1]}), but "
                             f"{op_location(0, index, op.type)} looks ids up in the {rows} rows of '{table}': an id "
                             f"is {allowed}")
