@@ -85,6 +85,40 @@ def test_train_refuses_an_id_of_minus_one_before_the_first_step(tmp_path):
     assert "step" not in done.stderr
 
 
+def _whole_set(tmp_path):
+    data = {slot: np.concatenate([BATCHES[f"{slot}{step}"] for step in range(STEPS)]) for slot in SLOTS}
+    np.savez(tmp_path / "data.npz", **data)
+    return tmp_path / "data.npz"
+
+
+def test_an_evaluations_auc_is_the_sets_whatever_the_batch_size(tmp_path):
+    """Before, the evaluation averaged the cumulative AUC (slide_steps 0) over its batches, counting on from the
+    counts in the scope: 0.503 at batch 16, 0.518 in one batch of 80. Now the set's AUC at every batch size."""
+    meta, main, scope, executor = _started("adam_lazy")
+    for step in range(STEPS):
+        executor.run(main, feed=_feed(step), scope=scope)
+    gradc.save_params(scope, tmp_path / "tuned.pdparams", main)
+    startup = WEEK / "adam_lazy" / "startup.pb"
+    results = [gradc.evaluate(main, _whole_set(tmp_path), params=tmp_path / "tuned.pdparams", startup=[startup],
+                              batch_size=size, fetch=[meta["auc"]])[meta["auc"]] for size in (16, 80, 7)]
+    assert results[0] == results[1] == results[2]
+    assert 0 < results[0] < 1
+
+
+def test_train_with_eval_leaves_the_training_aucs_counts_alone(tmp_path):
+    """Before, --eval's auc ops added the eval set to the training AUC's counts: epoch 2's training AUC was 0.534
+    with --eval and 0.504 without."""
+    data, program = _whole_set(tmp_path), WEEK / "adam_lazy" / "main.pb"
+    common = ("train", program, "--startup", WEEK / "adam_lazy" / "startup.pb", "--params", WEEK / "init.pdparams",
+              "--data", data, "--batch-size", "16", "--epochs", "2", "--fetch", "auc_0.tmp_0")
+    lines = []
+    for extra in ((), ("--eval", data)):
+        done = gradc_cli(*common, *extra)
+        assert done.returncode == 0, done.stderr
+        lines.append(next(line for line in done.stdout.splitlines() if line.startswith("epoch 2/2:")))
+    assert lines[1].startswith(lines[0].split(" (")[0] + " | eval ")
+
+
 def test_padding_idx_still_zeroes_its_ids():
     meta, main, scope, executor = _started("adam_lazy")
     feed = _feed(0)

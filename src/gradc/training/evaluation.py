@@ -1,7 +1,8 @@
 """Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each
 batch weighted by its size), top-k accuracy where the program's scores and the data's labels allow it, and the mean
-of any other fetched scalar. The forward part runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the
-trainer's evaluation after each epoch (``--eval``) are this, so their numbers agree.
+of any other fetched scalar (an auc op's AUC over every batch: the set's, counted from zero). The forward part runs
+in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are
+this, so their numbers agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
@@ -189,20 +190,25 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     """Run the plan over every example: {"examples", each scalar by name, and "acc" (one k) or "acc_topK"}."""
     fetches = evaluation.scalars + ([evaluation.scores] if evaluation.scores else [])
     totals, correct, counted, count = dict.fromkeys(evaluation.scalars, 0.0), dict.fromkeys(evaluation.topk, 0), 0, 0
-    for index, batch in enumerate(data.batches(0, batch_size or data.size)):
-        size = examples(batch)
-        feed = {name: batch[name] for name in evaluation.feeds}
-        with naming(data, f"evaluation batch {index + 1}"):
-            values = executor.run(evaluation.program, feed, fetches, scope)
-        for name, value in zip(evaluation.scalars, values):
-            totals[name] += scalar(name, value) * size
-        if evaluation.scores:
-            hits, scored = _top_k_hits(values[-1], np.asarray(batch[evaluation.label]), evaluation, data.source)
-            counted += scored
-            for k in correct:
-                correct[k] += hits[k]
-        count += size
+    counts, whole_set = _auc_counts(evaluation.program)
+    last = {}
+    with counting_from_zero(scope, counts):
+        for index, batch in enumerate(data.batches(0, batch_size or data.size)):
+            size = examples(batch)
+            feed = {name: batch[name] for name in evaluation.feeds}
+            with naming(data, f"evaluation batch {index + 1}"):
+                values = executor.run(evaluation.program, feed, fetches, scope)
+            for name, value in zip(evaluation.scalars, values):
+                totals[name] += scalar(name, value) * size
+                last[name] = scalar(name, value)
+            if evaluation.scores:
+                hits, scored = _top_k_hits(values[-1], np.asarray(batch[evaluation.label]), evaluation, data.source)
+                counted += scored
+                for k in correct:
+                    correct[k] += hits[k]
+            count += size
     results = {"examples": count, **{name: total / count for name, total in totals.items()}}
+    results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     for k, right in correct.items():
         results["acc" if len(correct) == 1 and k == 1 else f"acc_top{k}"] = right / max(counted, 1)
     return results
@@ -220,6 +226,31 @@ def _top_k_hits(scores, labels: np.ndarray, evaluation: EvalPlan, source: str) -
     scores, labels = scores[valid], labels[valid]
     above = (scores > scores[np.arange(len(labels)), labels][:, None]).sum(axis=1)
     return {k: int((above < k).sum()) for k in evaluation.topk}, len(labels)
+
+
+def _auc_counts(program: Program) -> tuple[list[str], set[str]]:
+    """The count vars of the program's auc ops (each run adds to them), and the AUCs whose counts span every batch
+    run (slide_steps 0: paddle.static.auc's first output)."""
+    counts, whole_set = [], set()
+    for op in program.global_block.ops:
+        if op.type == "auc":
+            counts += op.input("StatPos") + op.input("StatNeg")
+            if op.attrs.get("slide_steps") == 0:
+                whole_set.update(op.output("AUC"))
+    return counts, whole_set
+
+
+@contextmanager
+def counting_from_zero(scope: Scope, counts: list[str]):
+    """An evaluation's auc ops count its examples alone, and training's counts are as they were after it."""
+    saved = {name: scope[name] for name in counts if name in scope}
+    for name, value in saved.items():
+        scope[name] = np.zeros_like(value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            scope[name] = value
 
 
 @contextmanager
