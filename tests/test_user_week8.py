@@ -72,6 +72,20 @@ def test_an_id_of_minus_one_in_a_slot_without_padding_is_refused_naming_the_slot
     np.testing.assert_array_equal(scope["item_emb"][-1], last_row)
 
 
+@pytest.mark.parametrize("op_type, ids, table, out", [("lookup_table_v2", "Ids", "W", "Out"),
+                                                     ("embedding_with_scaled_gradient", "x", "weight", "out")])
+def test_an_id_of_minus_one_is_out_of_range_in_either_embedding_op(op_type, ids, table, out):
+    program, scope = gradc.Program(), gradc.Scope()
+    block = program.global_block
+    block.create_var("ids", [3], VarType.INT64)
+    block.create_var("table", [4, 2], VarType.FP32, persistable=True)
+    block.create_var("out", [3, 2], VarType.FP32)
+    block.append_op(op_type, {ids: ["ids"], table: ["table"]}, {out: ["out"]}, {"padding_idx": -1})
+    scope["table"] = np.ones((4, 2), np.float32)
+    with pytest.raises(gradc.ExecutionError, match="id -1 is out of range for a table of 4 rows"):
+        gradc.Executor().run(program, feed={"ids": np.array([0, -1, 3])}, fetch_list=["out"], scope=scope)
+
+
 def test_train_refuses_an_id_of_minus_one_before_the_first_step(tmp_path):
     """Before, train's check of the data let -1 pass as the padding id of a slot without padding."""
     data = {slot: np.concatenate([BATCHES[f"{slot}{step}"] for step in range(STEPS)]) for slot in SLOTS}
