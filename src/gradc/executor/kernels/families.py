@@ -171,7 +171,7 @@ FAMILIES = {
     "optimizer_adam": ("adam", "adamw", "merged_adam", "adamax", "lamb", "nadam", "radam"),
     "optimizer_amp": ("check_finite_and_unscale", "update_loss_scaling", "memcpy"),
     "optimizer_extra": ("asgd", "ftrl", "decayed_adagrad", "dpsgd", "sparse_momentum", "average_accumulates"),
-    "optimizer_sparse": ("sgd", "adagrad", "lamb", "momentum", "rmsprop", "adamax", "adadelta", "nadam", "radam",
+    "optimizer_sparse": ("lamb", "momentum", "rmsprop", "sgd", "adagrad", "adamax", "adadelta", "nadam", "radam",
         "rprop", "lars_momentum", "merged_momentum", "merged_adam", "adam", "adamw"),
     "pad": ("pad", "pad_grad", "pad3d", "pad3d_grad"),
     "pipeline": ("send_v2", "p_send", "recv_v2", "p_recv", "partial_send", "partial_recv", "partial_allgather", "nop"),
