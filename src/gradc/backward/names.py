@@ -35,13 +35,11 @@ class GradNames(dict):
         return name
 
     def name_all(self, variables: Iterable[str]) -> None:
-        """Name the grads of ``variables`` in one loop rather than a __missing__ call each (a backward names thousands);
-        a name already taken is left to __missing__."""
+        """Name the grads of ``variables`` in one comprehension rather than a __missing__ call each (a backward names
+        thousands); a name already taken is left to __missing__. A var named before gets the name __missing__ gave it:
+        the same, as it was not taken."""
         taken = self.taken
-        for var in variables:
-            name = var + GRAD_SUFFIX
-            if name not in taken and var not in self:
-                self[var] = name
+        self.update({var: name for var in variables if (name := var + GRAD_SUFFIX) not in taken})
 
     __call__ = dict.__getitem__   # the backward names grads per op: no Python-level call once a name is made
 
