@@ -247,3 +247,19 @@ def test_a_maker_shared_by_a_redefined_op_follows_the_new_definition():
         assert slots() == ("redefined_demo_grad", {"X": ["x"], "Out@GRAD": ["out@GRAD"]}, {"X@GRAD": ["x@GRAD"]})
     finally:
         del registry.OPS["redefined_demo"], registry.OPS["redefined_demo_grad"]
+
+
+def test_the_default_maker_reads_a_context_as_the_backward_reads_its_names_and_wanted_set():
+    """A maker's context gives functions (grad_of, wants); the backward gives its GradNames and wanted set: both make
+    the same grad op, a forward op lacking a declared attribute given its default, an unwanted grad left out."""
+    mul = registry.get("mul")
+    fwd = gradc.OpDesc("mul", {"X": ["x"], "Y": ["w"]}, {"Out": ["out"]}, {"x_num_col_dims": 2})
+    grad_names = {"x": "x@GRAD@2", "w": "w@GRAD@2", "out": "out@GRAD@2"}
+    from_context = mul.grad(registry.GradContext(fwd, mul, lambda name: name == "w", None,
+                                                 grad_of=grad_names.__getitem__))[0]
+    from_backward = mul.grad.grad_ops(fwd, mul, grad_names, {"w"})[0]
+    for grad in (from_context, from_backward):
+        assert grad.type == "mul_grad" and grad.inputs == {"X": ["x"], "Y": ["w"], "Out@GRAD": ["out@GRAD@2"]}
+        assert grad.outputs == {"X@GRAD": [], "Y@GRAD": ["w@GRAD@2"]}
+        assert grad.attrs == {"x_num_col_dims": 2, "y_num_col_dims": 1}
+    assert fwd.attrs == {"x_num_col_dims": 2}   # the forward op's own attributes untouched

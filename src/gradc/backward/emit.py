@@ -89,7 +89,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 
     for seed in job.seeds:
         append(seed)
-    wants = path.wants_grad.__contains__
+    wanted = path.wants_grad
+    wants = wanted.__contains__   # for GradContext
     names.name_all(path.wants_grad)
     on_path = set(path.op_indices)
     stale_reads = versions.may_be_stale(job.forward_block)
@@ -112,7 +113,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             grad_ops = []
             try:
                 if type(maker) is GradOp:   # the default maker (most ops) reads no more than these: no context
-                    made = maker.grad_ops(fwd, opdef, grad_of, wants)
+                    made = maker.grad_ops(fwd, opdef, names, wanted)
                 else:
                     context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
                                                    block, earlier, has_grad)
@@ -142,13 +143,13 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for args in fwd.outputs.values():
                 for name in args:
-                    grad = grad_of(name)
+                    grad = names[name]
                     if grad not in written:   # GradAccumulator.forget, inlined on the pass's hot loop
                         written_grads.pop(grad, None)
                         pending_grads.pop(grad, None)
         if earlier.later:   # almost always empty: one test per op on the pass's hot loop
             for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later one
-                if wants(name):
+                if name in wanted:
                     append(OpDesc("assign", {"X": [grad]}, {"Out": [names(name)]}))
     emitted.extend(acc.remaining_sums())
     for name in job.required:
