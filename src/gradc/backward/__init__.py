@@ -81,20 +81,21 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     seeds = [ones_seed(block, target, names(target)) if given is None
              else given_seed(block, target, given, names(target)) for target, _, given in resolved]
     loss_ops = [block.ops[idx] for _, idx, _ in resolved]   # copies of overwritten values may be inserted before them
-    first_backward = len(block.ops)
     n_forward = max(idx for _, idx, _ in resolved) + 1
-    path = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names, seeds=seeds)
+    path, last_writer = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names,
+                                       seeds=seeds)
     roles.set_roles(loss_ops, roles.LOSS)
     roles.set_roles(seeds, roles.LOSS | roles.BACKWARD)
     pairs = [(p, names[p]) for p in params if p in path.wants_grad]
-    roles.tag_param_grads(block.ops[first_backward:], pairs)
+    roles.tag_param_grads(last_writer, pairs)
     return pairs
 
 
 def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str], names: GradNames,
-                   seeds: list[OpDesc]) -> OpPath:
+                   seeds: list[OpDesc]) -> tuple[OpPath, dict[str, OpDesc]]:
     """Append to ``block`` the backward of its first ``n_forward`` ops with respect to ``targets``,
-    whose grads the ``seeds`` write (or, with no seeds, the caller feeds)."""
+    whose grads the ``seeds`` write (or, with no seeds, the caller feeds); returns the path and the last backward op
+    writing each name."""
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad)
     check_makers(block, path)
@@ -105,9 +106,9 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
                                                given=given))
     roles.set_roles(backward_ops, roles.BACKWARD)
     block.ops.extend(backward_ops)
-    declare_grad_vars(block, backward_ops)
+    last_writer = declare_grad_vars(block, backward_ops)
     block.program.mark_changed()
-    return path
+    return path, last_writer
 
 
 @gc_paused()
@@ -125,7 +126,7 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
     names = GradNames(program)
     for target in targets:
         block.add_var(block.var(target).copy(names(target)))
-    return _differentiate(block, last + 1, targets, set(no_grad_set), names, seeds=[]).wants_grad
+    return _differentiate(block, last + 1, targets, set(no_grad_set), names, seeds=[])[0].wants_grad
 
 
 def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterable[str],

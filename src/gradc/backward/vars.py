@@ -34,13 +34,16 @@ def derived_var(source: VarDesc, name: str) -> VarDesc:
     return var
 
 
-def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
-    """Declare every var the ops write that is not declared yet; returns the new names."""
-    created = []
+def declare_grad_vars(block: Block, ops: list[OpDesc]) -> dict[str, OpDesc]:
+    """Declare every var the ops write that is not declared yet; returns the last of the ops writing each name
+    (roles.tag_param_grads reads it: found in this walk, not another)."""
+    created = False
+    last_writer: dict[str, OpDesc] = {}
     declared = own = block.vars   # most grads' vars are the block's own: a dict lookup before the walk up
     for op in ops:
         for args in op.outputs.values():
             for name in args:
+                last_writer[name] = op
                 if name in declared or name == EMPTY_VAR:
                     continue
                 base = name[:-_SUFFIX_LEN] if name.endswith(GRAD_SUFFIX) else forward_name(name)
@@ -48,11 +51,11 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
                 if source is None:
                     continue
                 declared[name] = derived_var(source, name)
-                created.append(name)
+                created = True
     if created:
         block.program.mark_changed()
     mark_sparse_grads(block, ops)
-    return created
+    return last_writer
 
 
 class TmpVars:

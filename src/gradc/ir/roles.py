@@ -34,9 +34,9 @@ def set_roles(ops, role: int) -> None:
             attrs["op_role_var"], types["op_role_var"] = [], _STRINGS
 
 
-def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
-    """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
-    last_writer = {name: op for op in ops for args in op.outputs.values() for name in args}
+def tag_param_grads(last_writer: dict[str, OpDesc], pairs: list[tuple[str, str]]) -> None:
+    """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad (``last_writer``: each
+    name's last writer among the backward's ops)."""
     for param, grad in sorted(pairs):
         writer = last_writer.get(grad)
         if writer is None:
