@@ -39,16 +39,20 @@ class GradAccumulator:
     def record_outputs(self, op: OpDesc, reads: list[str] | None = None) -> None:
         """Register the op's writes (``reads``: its input names, when the caller has them), renaming them
         when a grad gets a second writer."""
-        reads = set(op.input_names() if reads is None else reads)
+        reads = op.input_names() if reads is None else reads
+        if len(reads) > 8:   # an op's few reads are searched as a list, without a set built per op
+            reads = set(reads)
+        restarted: tuple[str, ...] = ()   # grads this op reads and writes (rare): a tuple made when one is met
+        values, first_write = self.values, self.first_write
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
-                if name == EMPTY_VAR or name in self.values:
+                if name == EMPTY_VAR or name in values:
                     continue
-                if name in reads:   # a new value's grad starts; a second write by this op adds to it
+                if name in reads and name not in restarted:   # a new value's grad starts; a second write adds to it
                     self.forget(name)
-                    reads.discard(name)
-                if name not in self.first_write:
-                    self.first_write[name] = (op, slot, pos)
+                    restarted += (name,)
+                if name not in first_write:
+                    first_write[name] = (op, slot, pos)
                     continue
                 parts = self.pending.get(name)
                 if parts is None:   # second writer: rename the first one too
