@@ -146,7 +146,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                     grad = names[name]
                     if grad not in written:   # GradAccumulator.forget, inlined on the pass's hot loop
                         written_grads.pop(grad, None)
-                        pending_grads.pop(grad, None)
+                        if pending_grads:   # no grad awaits a sum: most ops, no call
+                            pending_grads.pop(grad, None)
         if earlier.later:   # almost always empty: one test per op on the pass's hot loop
             for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later one
                 if name in wanted:
