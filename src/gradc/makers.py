@@ -229,9 +229,9 @@ class GradOp:
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs, op.var_attrs = grad_type, inputs, outputs, fwd.var_attrs
         attrs = fwd.attrs
-        for name in attr_names:   # with_defaults' common case (none missing) tested without its call or key views
+        for name in attr_names:   # with_defaults, its test made without its call or key views
             if name not in attrs:
-                op.attrs, op.attr_types = with_defaults(fwd, opdef)
+                op.attrs, op.attr_types = {**opdef.attrs, **attrs}, {**opdef.attr_types, **fwd.attr_types}
                 break
         else:
             op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
