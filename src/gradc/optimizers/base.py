@@ -73,6 +73,17 @@ def trained_parameters(block) -> list[str]:
     return sorted(name for name, var in block.vars.items() if var.is_parameter and name + "@GRAD" in written)
 
 
+def learning_rate_pattern(block, params: list[str]) -> str:
+    """Paddle's ``learning_rate_{}``, or, for an optimizer over part of the trainable parameters (a GAN's
+    discriminator, its generator), one named after its first parameter: the programs of two such optimizers share
+    a scope, where two ``learning_rate_0`` would be one var holding the rate of the startup run last."""
+    written = {name for op in block.ops for name in op.output_names()}   # batch norm's statistics: no optimizer's
+    trained = set(params)
+    left_out = any(var.is_parameter and not var.stop_gradient and name not in trained and name not in written
+                   for name, var in block.vars.items())
+    return f"{params[0]}_learning_rate_{{}}" if left_out else "learning_rate_{}"
+
+
 class Optimizer:
     type: ClassVar[str]
     accumulators: ClassVar[tuple[Accumulator, ...]] = ()
@@ -144,8 +155,8 @@ class Optimizer:
         # Paddle's learning rate takes the parameters' dtype: a float64 model's 0.01 is not rounded to float32
         wide = not isinstance(self.learning_rate, ProgramSchedule) and all(
             emit.block.var(p).dtype == VarType.FP64 for p in params)
-        lr = emit.persistable(emit.fresh("learning_rate_{}"), [], VarType.FP64 if wide else VarType.FP32, rate,
-                              stop_gradient=True)
+        lr = emit.persistable(emit.fresh(learning_rate_pattern(emit.block, params)), [],
+                              VarType.FP64 if wide else VarType.FP32, rate, stop_gradient=True)
         if isinstance(self.learning_rate, ProgramSchedule):   # the rate computed by ops of the program
             self.learning_rate.append(emit, lr)
         accs = {p: self._accumulators(emit, p) for p in params}
