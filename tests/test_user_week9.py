@@ -7,6 +7,7 @@ apart and the generator exported alone; each fault found, as the behaviour it ha
 import json
 
 import numpy as np
+
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA

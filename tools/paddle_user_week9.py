@@ -82,7 +82,8 @@ def main(out):
     np.savez(os.path.join(out, "batches.npz"), **batches)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
     exe.run(startup)
-    np.savez(os.path.join(out, "init.npz"), **{p: np.array(scope.find_var(p).get_tensor()) for p in d_params + g_params})
+    values = {p: np.array(scope.find_var(p).get_tensor()) for p in d_params + g_params}
+    np.savez(os.path.join(out, "init.npz"), **values)
     d_losses, g_losses = [], []
     for r in range(ROUNDS):
         for k in range(K):
@@ -91,8 +92,8 @@ def main(out):
             d_losses.append(float(loss))
         (loss,) = exe.run(g_main, feed={"noise": batches[f"gnoise{r}"]}, fetch_list=[g_loss])
         g_losses.append(float(loss))
-    trained = {p: np.array(scope.find_var(p).get_tensor()) for p in d_params + g_params}
-    np.savez(os.path.join(out, "trained.npz"), **trained)
+    values = {p: np.array(scope.find_var(p).get_tensor()) for p in d_params + g_params}
+    np.savez(os.path.join(out, "trained.npz"), **values)
     lrs = {v.name: float(np.array(scope.find_var(v.name).get_tensor()))
            for v in startup.list_vars() if v.name.startswith("learning_rate")}
     meta = {"d_loss": d_loss, "g_loss": g_loss, "d_params": d_params, "g_params": g_params, "rounds": ROUNDS,
