@@ -86,7 +86,8 @@ def test_a_repeated_unknown_or_integer_loss_is_refused_naming_it(files, command,
     run = lambda *losses: gradc_cli(command, files / "heads.pb", *out,   # noqa: E731
                                     *[a for loss in losses for a in ("--loss", loss)], "--json")
     assert refused(run(CE, SQUARED, CE), code=2) == (
-        f"gradc: error: Invalid value for '--loss': '{CE}' given twice: give each loss once (see gradc --help)")
+        f"gradc: error: Invalid value for '--loss': '{CE}' given twice: give each loss once "
+        f"(see gradc {command} --help)")
     assert "loss 'nowhere' is not written by any op of block 0" in refused(run(CE, "nowhere"))
     assert "loss 'predicted' must be a float var (block 0, written by op" in refused(run("predicted", CE))
     assert not (tmp_path / "out.pb").exists()

@@ -92,7 +92,11 @@ def main() -> None:
         click.echo("gradc: aborted", err=True)
         sys.exit(1)
     except click.UsageError as exc:
-        click.echo(f"gradc: error: {_one_line(exc.format_message())} (see gradc --help)", err=True)
+        if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):   # bare `gradc`: the help, as written
+            click.echo(exc.format_message(), err=True)
+            sys.exit(2)
+        command = exc.ctx.command_path if exc.ctx is not None else "gradc"
+        click.echo(f"gradc: error: {_one_line(exc.format_message())} (see {command} --help)", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         click.echo(f"gradc: error: {_one_line(exc.format_message())}", err=True)

@@ -1,0 +1,57 @@
+"""The first hour on a fresh machine (docs/tools.md): a new user installs gradc outside the repository (pip install,
+a wheel, -e, the [plot] extra) and follows README.md; each fault found, as the behaviour it has now, and the
+wheel's contents guarded without building one."""
+
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+from cli_inprocess import gradc_cli
+from gradc.cli import cli
+from gradc.viz import html
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "src" / "gradc"
+
+
+def test_bare_gradc_prints_the_help_as_written_each_command_on_its_line():
+    done = gradc_cli()
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[0] == "Usage: gradc [OPTIONS] COMMAND [ARGS]..." and "gradc: error:" not in done.stderr
+    listed = {line.split()[0]: line.split(None, 1)[1] for line in lines[lines.index("Commands:") + 1:] if line}
+    assert sorted(listed) == sorted(cli.list_commands(None))
+    assert all(text.endswith(".") for text in listed.values()), listed
+
+
+def test_a_usage_error_points_at_the_help_of_the_command_it_is_in():
+    assert gradc_cli("compile").stderr == "gradc: error: Missing argument 'PROGRAM'. (see gradc compile --help)\n"
+    assert gradc_cli("train", "t.pb", "--bogus").stderr == (
+        "gradc: error: No such option '--bogus'. (see gradc train --help)\n")
+    misspelt = gradc_cli("complie", "x.pb")
+    assert misspelt.returncode == 2 and misspelt.stderr == (
+        "gradc: error: No such command 'complie'. Did you mean 'compile'? (see gradc --help)\n")
+
+
+def _package_data_globs() -> dict[str, list[str]]:
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+; the wheel is the same on 3.10
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return setuptools.get("package-data", {})
+
+
+def test_every_file_the_package_holds_besides_python_is_in_the_wheel_by_package_data():
+    globs = _package_data_globs()
+    data = [path for path in PACKAGE.rglob("*") if path.is_file() and path.suffix not in (".py", ".pyc")]
+    assert data, "the viewer's assets at least"
+    for path in data:
+        package = ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        patterns = globs.get(package, []) + globs.get("*", []) + globs.get("", [])
+        assert any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns), f"{path} is left out of the wheel"
+    assert {f"{name}" for name in (*html.SCRIPTS, "viewer.css")} <= {path.name for path in data}
+
+
+def test_every_folder_of_python_modules_is_a_package_that_find_packages_ships():
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    assert all((folder / "__init__.py").is_file() for folder in folders), sorted(
+        str(folder) for folder in folders if not (folder / "__init__.py").is_file())
