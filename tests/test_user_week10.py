@@ -3,6 +3,7 @@ a wheel, -e, the [plot] extra) and follows README.md; each fault found, as the b
 wheel's contents guarded without building one."""
 
 import fnmatch
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,16 @@ def test_every_folder_of_python_modules_is_a_package_that_find_packages_ships():
     folders = {path.parent for path in PACKAGE.rglob("*.py")}
     assert all((folder / "__init__.py").is_file() for folder in folders), sorted(
         str(folder) for folder in folders if not (folder / "__init__.py").is_file())
+
+
+def test_readme_names_where_each_file_of_its_command_line_examples_comes_from():
+    text = (ROOT / "README.md").read_text()
+    intro = " ".join(text.split("## Command line", 1)[1].split("```", 1)[0].split())
+    assert "examples/mlp/" in intro and "cp examples/mlp/* ." in intro
+    named = set(re.findall(r"`(tests/data/[^`]+)`", intro))
+    assert {"tests/data/paddle/inference/", "tests/data/paddle/mlp/backward.pb"} <= named
+    for name in ("forward.pb", "startup.pb", "feed.npz", "params.npz"):
+        assert (ROOT / "examples" / "mlp" / name).is_file()
+    for name in ("model.pdmodel", "model.pdiparams", "feed.npz"):
+        assert (ROOT / "tests" / "data" / "paddle" / "inference" / name).is_file()
+    assert "pip install" in text.split("## Command line", 1)[0]
