@@ -19,6 +19,15 @@ def without_callstacks(program) -> bytes:
     return copy.desc.serialize_to_string()
 
 
+def write_stripped(path, program) -> None:
+    """Write the program with its ops' Python stack traces removed from the program itself (what a fixture needs of
+    it is the rest; a parse and reserialise, as without_callstacks makes, can change other bytes)."""
+    for block in program.blocks:
+        for op in block.ops:
+            op.desc.remove_attr("op_callstack")
+    Path(path).write_bytes(program.desc.serialize_to_string())
+
+
 def write_training_case(out: Path, programs: dict, feed: dict):
     """Write ``programs`` (name -> Program, with "train" and "startup" among them) without call stacks, run the
     startup and save every initialised persistable var (params.npz) and the feed (feed.npz); returns (executor,

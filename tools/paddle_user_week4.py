@@ -21,6 +21,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
+from paddle_programs import write_stripped
 
 SIZES = (8, 8, 8, 5)   # the last batch smaller, as a data set of 29 images gives at batch 8
 EVAL_SIZE = 6
@@ -70,14 +71,6 @@ def optimizer(case):
     return adam
 
 
-def write(path, program):
-    for block in program.blocks:   # the Python call stacks are most of a program's bytes
-        for op in block.ops:
-            op.desc.remove_attr("op_callstack")
-    with open(path, "wb") as out:
-        out.write(program.desc.serialize_to_string())
-
-
 def run_case(case, directory, data):
     os.makedirs(directory, exist_ok=True)
     main, startup = paddle.static.Program(), paddle.static.Program()
@@ -94,10 +87,10 @@ def run_case(case, directory, data):
     paddle.static.save(main, os.path.join(directory, "init"))
     os.remove(os.path.join(directory, "init.pdmodel"))   # main.pb is the same program
     for name, program in (("main", main), ("startup", startup), ("eval", evaluate)):
-        write(os.path.join(directory, f"{name}.pb"), program)
+        write_stripped(os.path.join(directory, f"{name}.pb"), program)
     if ema:
-        write(os.path.join(directory, "apply.pb"), ema.apply_program)
-        write(os.path.join(directory, "restore.pb"), ema.restore_program)
+        write_stripped(os.path.join(directory, "apply.pb"), ema.apply_program)
+        write_stripped(os.path.join(directory, "restore.pb"), ema.restore_program)
     eval_feed = {"x": data["eval_x"], "label": data["eval_label"]}
     losses, eval_losses, ema_losses = [], [], []
     for step in range(len(SIZES)):

@@ -20,6 +20,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
+from paddle_programs import write_stripped
 
 RNG = np.random.default_rng(8)
 USERS, ITEMS, CATS, FACTOR, BATCH, STEPS = 200, 400, 12, 8, 16, 5
@@ -58,14 +59,6 @@ def build(main, startup, optimizer):
     return loss, auc, batch_auc
 
 
-def write(path, program):
-    for block in program.blocks:   # the Python call stacks are most of a program's bytes
-        for op in block.ops:
-            op.desc.remove_attr("op_callstack")
-    with open(path, "wb") as out:
-        out.write(program.desc.serialize_to_string())
-
-
 def batches():
     data = {}
     for step in range(STEPS):
@@ -81,8 +74,8 @@ def case(target, name, optimizer, data):
     main_program, startup = paddle.static.Program(), paddle.static.Program()
     main_program.random_seed = startup.random_seed = 8
     loss, auc, batch_auc = build(main_program, startup, optimizer)
-    write(os.path.join(target, name, "main.pb"), main_program)
-    write(os.path.join(target, name, "startup.pb"), startup)
+    write_stripped(os.path.join(target, name, "main.pb"), main_program)
+    write_stripped(os.path.join(target, name, "startup.pb"), startup)
     scope = paddle.static.global_scope()
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)

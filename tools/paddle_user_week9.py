@@ -17,6 +17,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
+from paddle_programs import write_stripped
 
 RNG = np.random.default_rng(9)
 NOISE, HIDDEN, DATA, BATCH, ROUNDS, K = 8, 16, 4, 8, 3, 2
@@ -59,11 +60,7 @@ def build(out):
 
 
 def write(out, name, program):
-    for block in program.blocks:
-        for op in block.ops:
-            op.desc.remove_attr("op_callstack")   # Python stacks: most of the bytes, none of the meaning
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(program.desc.serialize_to_string())
+    write_stripped(os.path.join(out, name), program)   # Python stacks: most of the bytes, none of the meaning
 
 
 def main(out):
