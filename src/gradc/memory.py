@@ -5,9 +5,10 @@ stub takes its place), unless it is persistable or fetched. At each op its outpu
 everything it reads is still alive; the peak is the largest such moment.
 
 Parameters and optimizer state (the other persistable vars) live throughout. Activations kept for the
-backward are forward values some backward op reads: they are what training costs over inference. Unknown
-dims (-1) take the batch size; vars of unknown shape or of no array type (tensor arrays, scopes) count
-nothing. A sub-block is estimated as if it ran once, on its own."""
+backward are forward values some backward op reads: they are what training costs over inference. A batch's
+feed shapes fix the dims they and the ops' inference from them give (memory_shapes); other unknown dims (-1) take
+the batch size; vars of unknown shape or of no array type (tensor arrays, scopes) count nothing. A sub-block is
+estimated as if it ran once, on its own."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .bfloat16 import STORAGE
 from .executor.liveness import deaths, referenced_names
 from .ir import EMPTY_VAR, Block, Program, VarType
 from .ir.types import FLOAT8_DTYPES, NUMPY_DTYPE_NAMES
+from .memory_shapes import fed_shapes, rnn_buffer_shapes
 from .pairing import BACKWARD, op_kinds
 
 ARRAY_TYPES = (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)
@@ -29,6 +31,9 @@ ARRAY_TYPES = (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)
 SCRATCH = {"gelu": 13, "gelu_grad": 12, "pool2d": 8, "pool2d_grad": 4.3, "batch_norm_grad": 4,
            "layer_norm_grad": 3.8, "softmax_with_cross_entropy": 3, "softmax_with_cross_entropy_grad": 3.5,
            "softmax": 2.5, "layer_norm": 2, "matmul_v2_grad": 1.9}
+# The fused rnn kernels' temporaries (input projections, gate grads) in units of one layer's Reserve: measured with
+# tracemalloc on a 2-layer LSTM and a GRU at T=500, B=32 (docs/tools.md, a sequence modeller's week); the larger kept.
+RESERVE_SCRATCH = {"rnn": 1.3, "rnn_grad": 3.4}
 
 
 @dataclass
@@ -49,8 +54,9 @@ class BlockMemory:
         return self.parameters + self.optimizer_state + self.inputs + self.peak_temporaries
 
 
-def var_bytes(block: Block, name: str, batch_size: int) -> int | None:
-    """The size of a var's value, unknown dims taking ``batch_size``; None when it cannot be told."""
+def var_bytes(block: Block, name: str, batch_size: int, shapes: dict | None = None) -> int | None:
+    """The size of a var's value, by ``shapes`` (memory_shapes) else its declaration, unknown dims taking
+    ``batch_size``; None when it cannot be told."""
     var = block.visible_var(name)
     if var is None or var.type not in ARRAY_TYPES or var.shape is None:
         return None
@@ -61,19 +67,22 @@ def var_bytes(block: Block, name: str, batch_size: int) -> int | None:
     else:
         return None
     count = 1
-    for dim in var.shape:
+    for dim in shapes.get(name, var.shape) if shapes else var.shape:
         count *= batch_size if dim < 0 else dim
     return count * itemsize
 
 
-def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozenset()) -> BlockMemory:
+def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozenset(),
+                   feed: dict[str, tuple[int, ...]] | None = None) -> BlockMemory:
     program = block.program
     result = BlockMemory(block.idx, len(block.ops))
     sizes: dict[str, int] = {}
+    shapes = fed_shapes(block, feed) if feed else {}
+    shapes.update(rnn_buffer_shapes(block, shapes, batch_size))
 
     def size(name: str) -> int:
         if name not in sizes:
-            found = var_bytes(block, name, batch_size)
+            found = var_bytes(block, name, batch_size, shapes)
             if found is None and name not in result.unknown and name != EMPTY_VAR:
                 result.unknown.append(name)
             sizes[name] = found or 0
@@ -107,7 +116,7 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
     for idx, op in enumerate(block.ops):
         outputs = [n for n in dict.fromkeys(op.output_names()) if n != EMPTY_VAR]
         made = sum(size(n) for n in outputs)
-        moment = current + made + _workspace(block, op, made, batch_size)   # the replaced arrays not yet freed
+        moment = current + made + _workspace(block, op, made, batch_size, shapes)   # the replaced arrays not yet freed
         result.timeline.append((current, moment))
         if moment > result.peak_temporaries:
             result.peak_temporaries, result.peak_op = moment, idx
@@ -122,26 +131,31 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
     return result
 
 
-def _dims(block: Block, name: str, batch_size: int) -> list[int] | None:
+def _dims(block: Block, name: str, batch_size: int, shapes: dict) -> list[int] | None:
     var = block.visible_var(name)
     if var is None or var.shape is None:
         return None
-    return [batch_size if d < 0 else d for d in var.shape]
+    return [batch_size if d < 0 else d for d in shapes.get(name, var.shape)]
 
 
-def _workspace(block: Block, op, made: int, batch_size: int) -> int:
+def _workspace(block: Block, op, made: int, batch_size: int, shapes: dict) -> int:
     """A kernel's own temporaries. A convolution (a Filter input) copies its padded input's windows into
     columns, [C * prod(kernel), N * prod(out)], and its grad also lays dOut out for the matmul; other
-    kernels make SCRATCH times what they write (their own measured factor, else 1)."""
+    kernels make SCRATCH times what they write (their own measured factor, else 1); the rnn kernels, whose grad
+    writes little, RESERVE_SCRATCH times one layer's Reserve."""
+    reserve = (op.output if op.type == "rnn" else op.input)("Reserve") if op.type in RESERVE_SCRATCH else None
+    if reserve:
+        layer = (var_bytes(block, reserve[0], batch_size, shapes) or 0) // max(int(op.attrs.get("num_layers", 1)), 1)
+        return int(layer * RESERVE_SCRATCH[op.type])
     filters, outputs = op.input("Filter"), op.output("Output") or op.input("Output@GRAD")
     if filters and outputs:
-        kernel, out = _dims(block, filters[0], batch_size), _dims(block, outputs[0], batch_size)
+        kernel, out = _dims(block, filters[0], batch_size, shapes), _dims(block, outputs[0], batch_size, shapes)
         source = op.input("Input")
         if kernel and out and len(kernel) == len(out) >= 3 and source:
-            itemsize = (var_bytes(block, filters[0], batch_size) or 0) // max(math.prod(kernel), 1)
+            itemsize = (var_bytes(block, filters[0], batch_size, shapes) or 0) // max(math.prod(kernel), 1)
             cols = out[0] * math.prod(out[2:]) * kernel[1] * int(op.attrs.get("groups", 1)) * math.prod(kernel[2:])
-            padded = var_bytes(block, source[0], batch_size) or 0
-            grad_layout = (var_bytes(block, outputs[0], batch_size) or 0) if op.input("Output@GRAD") else 0
+            padded = var_bytes(block, source[0], batch_size, shapes) or 0
+            grad_layout = (var_bytes(block, outputs[0], batch_size, shapes) or 0) if op.input("Output@GRAD") else 0
             return cols * itemsize + padded + grad_layout
     return int(made * SCRATCH.get(op.type, 1.0))
 
@@ -158,8 +172,11 @@ def _kept_for_backward(block: Block, size) -> int:
     return sum(size(name) for name in kept if not (var := block.visible_var(name)) or not var.persistable)
 
 
-def estimate(program: Program, batch_size: int = 1, fetch: frozenset[str] = frozenset()) -> list[BlockMemory]:
-    return [estimate_block(block, batch_size, fetch if block.idx == 0 else frozenset()) for block in program.blocks]
+def estimate(program: Program, batch_size: int = 1, fetch: frozenset[str] = frozenset(),
+             feed: dict[str, tuple[int, ...]] | None = None) -> list[BlockMemory]:
+    """Per block; ``feed`` (name -> shape, a batch's) fixes block 0's fed dims and what follows from them."""
+    return [estimate_block(block, batch_size, *((fetch, feed) if block.idx == 0 else (frozenset(), None)))
+            for block in program.blocks]
 
 
 def human(count: int) -> str:
@@ -170,8 +187,9 @@ def human(count: int) -> str:
     return str(count)
 
 
-def memory_report(blocks: list[BlockMemory], batch_size: int, program: Program) -> str:
-    lines = [f"static peak-memory estimate of one step, unknown dims = batch size {batch_size}"]
+def memory_report(blocks: list[BlockMemory], batch_size: int, program: Program, fed_from: str | None = None) -> str:
+    dims = f"the feed's dims from {fed_from}, other" if fed_from else "unknown"
+    lines = [f"static peak-memory estimate of one step, {dims} dims = batch size {batch_size}"]
     for mem in blocks:
         at = (f" at op {mem.peak_op} ({program.blocks[mem.block].ops[mem.peak_op].type})"
               if mem.peak_op >= 0 else "")

@@ -52,7 +52,7 @@ def check_inputs(block, idx: int, op) -> None:
 
 def _inferred_if_readable(block, idx: int, op, reshaped: dict | None = None) -> None:
     try:
-        _inferred(block, idx, op, reshaped)
+        op_inference(block, idx, op, reshaped)
     except ProgramError:
         raise
     except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
@@ -65,7 +65,7 @@ def check_complex_inputs(block, idx: int, op) -> None:
         InferContext(op, block, idx).fail(problem)
 
 
-def _inferred(block, idx: int, op, reshaped: dict | None = None) -> tuple[InferContext, dict] | None:
+def op_inference(block, idx: int, op, reshaped: dict | None = None) -> tuple[InferContext, dict] | None:
     """The op's inference context and results, or None without a rule, with an input shape unknown, or with an
     attribute known only at run time (a var's value)."""
     opdef = registry.get(op.type)
@@ -157,7 +157,7 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
     """The op's inferred outputs against their declarations; an output rewritten later with its declared shape
     may differ (``reshaped`` then holds its shape for the ops in between)."""
     try:
-        inferred = _inferred(block, idx, op, reshaped.shapes)
+        inferred = op_inference(block, idx, op, reshaped.shapes)
     except ProgramError:
         raise
     except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import GradcError
 from ..io import check_writable, is_stdout, load, write_atomic
 from ..listing import program_listing
 
@@ -24,7 +25,10 @@ from ..listing import program_listing
               help="Print a static estimate of one step's peak memory per block instead of the listing.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
               help="The size that unknown (-1) dims take in the --memory estimate.")
-def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_size):
+@click.option("--feed", type=click.Path(), metavar="NPZ",
+              help="With --memory: a batch (.npz) whose arrays' shapes fix the inputs' dims (a sequence's length) "
+                   "and, through the ops, the dims that follow from them.")
+def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_size, feed):
     """Print a readable listing (blocks, vars, ops), or write a DOT/SVG/PNG graph, or estimate memory."""
     for path in (dot_out, svg_out, png_out):
         if path:
@@ -41,8 +45,24 @@ def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_
                 write_atomic(path, render(text, fmt))
                 click.echo(f"wrote {path}", err=is_stdout(path))
         return
+    if feed and not memory:
+        raise GradcError("--feed: only with --memory")
     if memory:
         from ..memory import estimate, memory_report
-        click.echo(memory_report(estimate(prog, batch_size), batch_size, prog))
+        shapes = _feed_shapes(prog, feed) if feed else None
+        click.echo(memory_report(estimate(prog, batch_size, feed=shapes), batch_size, prog, feed))
         return
     click.echo(program_listing(prog, attrs=not no_attrs, bookkeeping=all_attrs))
+
+
+def _feed_shapes(prog, path: str) -> dict[str, tuple[int, ...]]:
+    """name -> shape of each array of the feed file; one the program does not take is an error naming its inputs."""
+    from ..executor.feeding import program_inputs
+    from ..io.arrays import read_npz
+    shapes = {name: value.shape for name, value in read_npz(path, "feed").items() if "@LOD" not in name}
+    inputs = program_inputs(prog.global_block)
+    strangers = sorted(name for name in shapes if name not in inputs)
+    if strangers:
+        raise GradcError(f"feed '{path}': {', '.join(strangers)} is not an input of the program (its inputs: "
+                         f"{', '.join(inputs) or 'none'})")
+    return shapes
