@@ -24,10 +24,23 @@ def sigmoid(x, out):
 
 
 def _carry(new, old, m):
-    """new = m * new + (1 - m) * old, in place: a masked step keeps the old state."""
+    """new = m * new + (1 - m) * old, in place: the backward's coefficients of a masked step."""
     new -= old
     new *= m
     new += old
+
+
+def _padded(xp, m):
+    """Where a step is padding, for np.copyto; None for dual numbers (numpy cannot copy into them: they blend)."""
+    return m == 0 if m is not None and type(xp) is np.ndarray else None
+
+
+def _hold(new, old, m, padded, s):
+    """A padded step keeps the old state: copied where ``padded`` (exactly the old values), else blended by m."""
+    if padded is None:
+        _carry(new, old, m)
+    else:
+        np.copyto(new, old, where=padded[:, s])
 
 
 def _mask_coefficients(m, *arrays):
@@ -50,14 +63,14 @@ class LSTM:
         h, c = h0, c0
         pre = np.empty_like(xp[:, 0])
         tmp = np.empty_like(h0)
+        padded = _padded(xp, m)
         for s in range(xp.shape[1]):
             np.matmul(h, whh_t, out=pre)
             pre += xp[:, s]
             step = res[:, s]
             act, c_new, h_new = step[..., :4 * hidden], step[..., 4 * hidden:5 * hidden], step[..., 5 * hidden:]
-            sigmoid(pre[..., :2 * hidden], act[..., :2 * hidden])
+            sigmoid(pre, act)   # all four gates in one pass: g's is replaced by its tanh next
             np.tanh(pre[..., 2 * hidden:3 * hidden], out=act[..., 2 * hidden:3 * hidden])
-            sigmoid(pre[..., 3 * hidden:], act[..., 3 * hidden:])
             i, f, g, o = (act[..., k * hidden:(k + 1) * hidden] for k in range(4))
             np.multiply(f, c, out=c_new)
             np.multiply(i, g, out=tmp)
@@ -65,8 +78,8 @@ class LSTM:
             np.tanh(c_new, out=h_new)
             h_new *= o
             if m is not None:
-                _carry(c_new, c, m[:, s])
-                _carry(h_new, h, m[:, s])
+                _hold(c_new, c, m[:, s], padded, s)
+                _hold(h_new, h, m[:, s], padded, s)
             h, c = h_new, c_new
         return h.copy(), c.copy()
 
@@ -114,6 +127,7 @@ class GRU:
         hidden = h0.shape[-1]
         h = h0
         hproj = np.empty_like(xp[:, 0])
+        padded = _padded(xp, m)
         for s in range(xp.shape[1]):
             np.matmul(h, whh_t, out=hproj)
             step = res[:, s]
@@ -130,7 +144,7 @@ class GRU:
             h_new *= z
             h_new += n
             if m is not None:
-                _carry(h_new, h, m[:, s])
+                _hold(h_new, h, m[:, s], padded, s)
             h = h_new
         return h.copy(), None
 
@@ -168,6 +182,7 @@ class SimpleRNN:
 
     def forward(self, xp, h0, c0, whh_t, bhh, m, res):
         h = h0
+        padded = _padded(xp, m)
         for s in range(xp.shape[1]):
             h_new = res[:, s]
             np.matmul(h, whh_t, out=h_new)
@@ -177,7 +192,7 @@ class SimpleRNN:
             else:
                 np.tanh(h_new, out=h_new)
             if m is not None:
-                _carry(h_new, h, m[:, s])
+                _hold(h_new, h, m[:, s], padded, s)
             h = h_new
         return h.copy(), None
 
