@@ -1,6 +1,7 @@
-"""A sequence modeller's week (docs/tools.md): an LSTM forecaster given sequence lengths, a conv+GRU CTC model and a
-GRU greedy decoder in a while loop, built and trained by Paddle 3.3.1 (tools/paddle_user_week11.py: Paddle's losses
-and tokens), trained and run here; each fault found, as the behaviour it has now."""
+"""A sequence modeller's week (docs/tools.md): an LSTM forecaster given sequence lengths, a conv+GRU CTC model, a
+teacher-forced GRU seq2seq and a GRU greedy decoder in a while loop, built and trained by Paddle 3.3.1
+(tools/paddle_user_week11.py: Paddle's losses and tokens), trained and run here; each fault found, as the behaviour
+it has now."""
 
 import json
 import tracemalloc
@@ -15,7 +16,9 @@ from gradc import optimizers
 from gradc.memory import estimate
 
 WEEK = DATA / "user_week11"
-CLIPS = {"forecaster": optimizers.ClipGradByGlobalNorm(1.0), "ctc": optimizers.ClipGradByNorm(1.0)}
+CLIPS = {"forecaster": optimizers.ClipGradByGlobalNorm(1.0), "ctc": optimizers.ClipGradByNorm(1.0),
+         "seq2seq": optimizers.ClipGradByGlobalNorm(1.0)}
+TIME_AXIS = {"forecaster": ("x", 1), "ctc": ("feats", 2), "seq2seq": ("tgt_in", 1)}
 
 
 def _trained_program(case: str):
@@ -33,13 +36,14 @@ def _batch(case: str, step: int, meta: dict) -> dict:
         return {name: batches[f"{name}{step}"] for name in meta["feeds"]}
 
 
-@pytest.mark.parametrize("case", ["forecaster", "ctc"])
+@pytest.mark.parametrize("case", ["forecaster", "ctc", "seq2seq"])
 def test_sequence_models_train_to_paddles_losses_with_another_length_each_step_and_no_replanning(case):
     meta, program, scope, executor = _trained_program(case)
     losses, lengths = [], set()
     for step in range(len(meta["losses"])):
         feed = _batch(case, step, meta)
-        lengths.add(feed["x" if case == "forecaster" else "feats"].shape[-2 if case == "forecaster" else -1])
+        name, axis = TIME_AXIS[case]
+        lengths.add(feed[name].shape[axis])
         loss = executor.run(program, feed=feed, fetch_list=[meta["loss"]], scope=scope)[0]
         losses.append(float(np.asarray(loss).reshape(-1)[0]))
     np.testing.assert_allclose(losses, meta["losses"], rtol=1e-6, atol=1e-7)

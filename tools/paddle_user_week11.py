@@ -5,6 +5,8 @@ static API (the C-only APIs through tools/paddle_legacy_shim.py), each trained S
   value), a Linear head, MSE masked by `sequence_mask`; Adam with `ClipGradByGlobalNorm(1.0)`; each step's batch of
   another T (12, 20, 7, 16).
 - ctc: a conv1d + `nn.GRU` acoustic model under `F.ctc_loss` (warpctc), Adam with `ClipGradByNorm(1.0)`.
+- seq2seq: a GRU encoder-decoder trained with teacher forcing (the decoder's GRU starts from the encoder's state),
+  cross-entropy, Adam with `ClipGradByGlobalNorm(1.0)`; T 6, 9, 4.
 - decoder: a GRU encoder and a `GRUCell` decoder decoding greedily in `paddle.static.nn.while_loop` (inference only).
 
 Writes CASE/forward.pb (the program before `minimize`), CASE/init.npz (Paddle's startup values of the parameters),
@@ -73,6 +75,24 @@ def ctc_batch(steps):
             "labels": RNG.integers(1, 7, (BATCH, 5)).astype(np.int32),
             "feat_lens": RNG.integers(steps - 3, steps + 1, BATCH).astype(np.int64),
             "label_lens": label_lens.astype(np.int64)}
+
+
+def seq2seq(vocab=10):
+    src = paddle.static.data("src", [-1, -1], "int64")
+    tgt_in = paddle.static.data("tgt_in", [-1, -1], "int64")   # BOS then the target: teacher forcing
+    tgt_out = paddle.static.data("tgt_out", [-1, -1, 1], "int64")
+    embed = nn.Embedding(vocab, 8)
+    _, state = nn.GRU(8, 16)(embed(src))
+    decoded, _ = nn.GRU(8, 16)(embed(tgt_in), state)
+    loss = F.cross_entropy(nn.Linear(16, vocab)(decoded), tgt_out)
+    return loss, paddle.optimizer.Adam(0.01, grad_clip=nn.ClipGradByGlobalNorm(1.0))
+
+
+def seq2seq_batch(steps, vocab=10):
+    target = RNG.integers(2, vocab, (BATCH, steps))
+    return {"src": RNG.integers(2, vocab, (BATCH, steps + 2)).astype(np.int64),
+            "tgt_in": np.concatenate([np.ones((BATCH, 1)), target[:, :-1]], axis=1).astype(np.int64),
+            "tgt_out": target[..., None].astype(np.int64)}
 
 
 def trained_case(target, name, build, make_batch, lengths):
@@ -145,6 +165,7 @@ def main(target):
     trained_case(target, "forecaster", forecaster, forecaster_batch, [12, 20, 7, 16])
     trained_case(target, "ctc", ctc, ctc_batch, [30, 24, 36])
     decoder(target)
+    trained_case(target, "seq2seq", seq2seq, seq2seq_batch, [6, 9, 4])   # last: the cases above keep their draws
 
 
 if __name__ == "__main__":
