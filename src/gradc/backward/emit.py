@@ -96,15 +96,17 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     stale_reads = versions.may_be_stale(job.forward_block)
     earlier = Earlier(job)
     get_opdef = registry.get
-    of_type: dict[str, tuple] = {}   # op type -> (its definition, whether its ops may need prepare_forward)
+    # op type -> (its definition, whether its ops may need prepare_forward, whether its maker is a plugin's)
+    of_type: dict[str, tuple] = {}
     grad_of = names.__getitem__   # the same lookup as names(var), without the call through the class's __call__
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
         known = of_type.get(fwd.type)
         if known is None:
             opdef = get_opdef(fwd.type)
-            known = of_type[fwd.type] = opdef, opdef is not None and may_need_preparing(fwd.type, opdef)
-        opdef, prepare = known
+            known = of_type[fwd.type] = (opdef, opdef is not None and may_need_preparing(fwd.type, opdef),
+                                         opdef is not None and _from_plugin(opdef.grad))
+        opdef, prepare, plugin = known
         written = ()
         if idx in on_path:
             if prepare:
@@ -117,7 +119,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 else:
                     context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
                                                    block, earlier, has_grad)
-                    context.checks_slots = _from_plugin(maker)
+                    context.checks_slots = plugin
                     made = maker(context)
                 for grad_op in made:
                     outputs = grad_op.output_names()
@@ -131,7 +133,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             except Exception as exc:
                 if isinstance(exc, IndexError):
                     _check_outputs_present(job, idx, opdef)
-                if not _from_plugin(maker):
+                if not plugin:
                     raise
                 raise _plugin_maker_failed(job, idx, maker, exc) from exc
             if opdef.no_grad_outputs:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir.types import DTYPE_BY_NUMPY_NAME
 from ...limits import check_allocation
-from ..kernels.activation import paddle_log_softmax
+from ..kernels.activation import SHIFT_FLOOR, log_softmax
 from ..scope import MISSING
 from . import FALLBACK, binds, fits
 
@@ -108,7 +108,7 @@ def _softmax_with_cross_entropy(op, ins, outs, defaults):
         index = _hard_labels(op, defaults, logits, label)
         if index is None:
             return FALLBACK
-        log_prob = paddle_log_softmax(logits, 1)
+        log_prob = log_softmax(logits, 1, SHIFT_FLOOR)
         softmax = np.exp(log_prob)
         loss = -log_prob[np.arange(len(index))[:, None], index]   # take_along_axis's gather
         if softmax.dtype is not softmax_dtype or loss.dtype is not loss_dtype:

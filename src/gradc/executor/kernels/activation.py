@@ -90,29 +90,24 @@ def _erf_series(z):
     return z * s
 
 
-def softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True, initial=-np.inf))   # initial: an empty axis has no max
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def log_softmax(x, axis):
-    shifted = x - x.max(axis=axis, keepdims=True, initial=-np.inf)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
-
-
 SHIFT_FLOOR = -64.0   # Paddle's CPU softmax clips x - max(x) here (ValueClip): no probability 0, no log of 0
 
 
-def paddle_softmax(x, axis):
-    """The softmax, log_softmax and softmax_with_cross_entropy ops' as Paddle computes them: exp(-64) = 1.6e-28 is
-    the least probability, so a log of it is -64, never -inf (a model whose logits grow trains on, as in Paddle)."""
-    shifted = np.maximum(x - x.max(axis=axis, keepdims=True, initial=-np.inf), SHIFT_FLOOR)
-    e = np.exp(shifted)
+def _shifted(x, axis, floor):
+    shifted = x - x.max(axis=axis, keepdims=True, initial=-np.inf)   # initial: an empty axis has no max
+    return shifted if floor is None else np.maximum(shifted, floor)
+
+
+def softmax(x, axis, floor=None):
+    """With ``floor`` (SHIFT_FLOOR: the softmax, log_softmax and softmax_with_cross_entropy ops, as Paddle computes
+    them) exp(-64) = 1.6e-28 is the least probability, so its log is -64, never -inf (a model whose logits grow
+    trains on, as in Paddle)."""
+    e = np.exp(_shifted(x, axis, floor))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def paddle_log_softmax(x, axis):
-    shifted = np.maximum(x - x.max(axis=axis, keepdims=True, initial=-np.inf), SHIFT_FLOOR)
+def log_softmax(x, axis, floor=None):
+    shifted = _shifted(x, axis, floor)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
@@ -175,9 +170,9 @@ kernel("relu_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * (k.x("Out") > 0)})
 kernel("relu_grad_grad")(lambda k: {"grad_out@GRAD": k.x("grad_x@GRAD") * (k.x("Out") > 0)})
 unary("sigmoid", lambda x, k: sigmoid(x), holomorphic(lambda out, d, k: d * out * (1 - out)), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), holomorphic(lambda out, d, k: d * (1 - out * out)), uses="Out")
-unary("softmax", lambda x, k: paddle_softmax(x, k.attr("axis")),
+unary("softmax", lambda x, k: softmax(x, k.attr("axis"), SHIFT_FLOOR),
       lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
-unary("log_softmax", lambda x, k: paddle_log_softmax(x, k.attr("axis")),
+unary("log_softmax", lambda x, k: log_softmax(x, k.attr("axis"), SHIFT_FLOOR),
       lambda out, d, k: d - np.exp(out) * d.sum(axis=k.attr("axis"), keepdims=True), uses="Out")
 unary("gelu", lambda x, k: _gelu(x, k.attr("approximate")), lambda x, d, k: _gelu_grad(x, d, k.attr("approximate")))
 # at a kink, Paddle 3.3.1's grads take the outer piece: leaky_relu's slope at 0 is 1 (docs/ops-activation-math.md)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...shapes import normalize_axis
 from . import kernel
-from .activation import paddle_log_softmax, sigmoid
+from .activation import SHIFT_FLOOR, log_softmax, sigmoid
 
 
 def _class_axis(k, x):
@@ -34,7 +34,7 @@ def softmax_with_cross_entropy(k):
     logits, label = k.x("Logits"), k.x("Label")
     axis = _class_axis(k, logits)
     if k.attr("use_softmax"):
-        log_prob = paddle_log_softmax(logits, axis)
+        log_prob = log_softmax(logits, axis, SHIFT_FLOOR)
         softmax = np.exp(log_prob)
     else:
         softmax = logits
