@@ -28,8 +28,13 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     """The parameters of ``block`` that got no gradient of ``losses``, as 'names: reason' lines: those frozen on
     purpose (the no-grad set, trainable=False), and those cut off from the loss (a detach on the way, no path)."""
     graded, no_grad = set(graded), set(no_grad_set)
+    forward = [op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD]
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
-    graded |= {name for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD for name in op.output_names()}
+    graded |= {name for op in forward for name in op.output_names()}
+    readers: dict[str, list] = {}   # var -> the forward ops reading it: one map for every parameter's search
+    for op in forward:
+        for name in set(op.input_names()):
+            readers.setdefault(name, []).append(op)
     frozen: dict[str, list[str]] = {}
     cut_off: dict[str, list[str]] = {}
     for name, var in sorted(block.vars.items()):
@@ -40,7 +45,7 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
         elif var.stop_gradient:
             frozen.setdefault("not trainable (stop_gradient, Paddle's ParamAttr(trainable=False))", []).append(name)
         else:
-            cut_off.setdefault(_path_reason(block, name, set(losses), no_grad), []).append(name)
+            cut_off.setdefault(_path_reason(block, readers, name, set(losses), no_grad), []).append(name)
     return _lines(frozen), _lines(cut_off)
 
 
@@ -52,13 +57,8 @@ def _listed(names: list[str]) -> str:
     return "(" + ", ".join(names[:12]) + (f", ... {len(names) - 12} more" if len(names) > 12 else "") + ")"
 
 
-def _path_reason(block: Block, param: str, losses: set[str], no_grad: set[str]) -> str:
+def _path_reason(block: Block, readers: dict[str, list], param: str, losses: set[str], no_grad: set[str]) -> str:
     """The first var that stops the gradient on a forward path from ``param`` to a loss, found breadth first."""
-    readers: dict[str, list] = {}
-    for op, kind in zip(block.ops, op_kinds(block)):
-        if kind == FORWARD:
-            for name in set(op.input_names()):
-                readers.setdefault(name, []).append(op)
     came_from: dict[str, str | None] = {param: None}
     queue = deque([param])
     while queue:
