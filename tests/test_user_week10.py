@@ -69,3 +69,10 @@ def test_readme_names_where_each_file_of_its_command_line_examples_comes_from():
     for name in ("model.pdmodel", "model.pdiparams", "feed.npz"):
         assert (ROOT / "tests" / "data" / "paddle" / "inference" / name).is_file()
     assert "pip install" in text.split("## Command line", 1)[0]
+
+
+def test_the_license_pyproject_names_is_the_file_setuptools_ships_beside_the_wheel():
+    declared = re.search(r'^license = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert declared and declared.group(1) == "Apache-2.0"
+    text = " ".join((ROOT / "LICENSE").read_text().split())   # setuptools >= 77 ships LICEN[CS]E* by default
+    assert text.startswith("Apache License Version 2.0, January 2004") and text.endswith("END OF TERMS AND CONDITIONS")
