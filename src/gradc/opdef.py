@@ -103,6 +103,9 @@ class OpDef:
     # input slots whose declared shapes Paddle's passes leave stale (multihead_matmul_fuse_pass_v3 declares the fused
     # W [hidden, 3, 3] whatever the heads' size): a parameter read through one is not held to its declared shape
     stale_shape_inputs: frozenset[str] = frozenset()
+    # input slots whose declared dtype Paddle's converts leave stale (QuantWeightPass stores a weight declared float32
+    # as int8, which the kernel takes): a persistable read through one alone may hold an int8 value
+    int8_stored_inputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

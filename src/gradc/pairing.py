@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from . import registry
-from .ir import Block, OpDesc, Program, VarType
+from .ir import GRAD_SUFFIX, Block, OpDesc, Program, VarType
 from .ops.optimizer_checks import UPDATES
 
 FEED_FETCH, FORWARD, BACKWARD, OPTIMIZER = "feed/fetch", "forward", "backward", "optimizer"
@@ -103,6 +103,20 @@ def _role(op: OpDesc) -> int | None:
 def is_loss(op: OpDesc) -> bool:
     role = op.attrs.get("op_role")
     return isinstance(role, int) and bool(role & LOSS_BIT)
+
+
+def marked_losses(block: Block) -> dict[int, list[str]]:
+    """The forward ops op_role marks as writing a loss (index: their losses). With a backward, only the losses it
+    seeds (LOSS@GRAD): Paddle's OutScaleForTrainingPass gives the observer it appends on the loss the loss op's role,
+    though nothing differentiates its scale and state."""
+    marked = {idx: op.output_names() for idx, op in enumerate(block.ops)
+              if is_loss(op) and not (_role(op) or 0) & _BACKWARD_BIT}
+    seeded = {name[:-len(GRAD_SUFFIX)] for op in block.ops if is_loss(op) and (_role(op) or 0) & _BACKWARD_BIT
+              for name in op.output_names() if name.endswith(GRAD_SUFFIX)}
+    if not seeded:
+        return marked
+    kept = {idx: [name for name in names if name in seeded] for idx, names in marked.items()}
+    return {idx: names for idx, names in kept.items() if names}
 
 
 def _strip_rename(name: str) -> str:

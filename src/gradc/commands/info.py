@@ -10,8 +10,8 @@ from collections import Counter
 import click
 
 from ..io import STDIO, detect_format, load, parse_program
-from ..ir import Block, Program, dtype_name, roles
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, is_loss, op_kinds
+from ..ir import Block, Program, dtype_name
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -106,8 +106,7 @@ def _loss(program: Program) -> tuple[str | None, str]:
     """The loss gradc compile would take, if any, and how it is found (or why there is none)."""
     from ..backward import default_loss, loss_candidates, unread_scalars  # the compiler's modules, for this line only
     block = program.global_block
-    marked = [name for op in block.ops if is_loss(op) and not roles.has_role(op, roles.BACKWARD)   # not the seeds
-              for name in op.output_names()]
+    marked = [name for names in marked_losses(block).values() for name in names]
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
         return marked[0], f"op_role marks the losses {', '.join(marked)}; the backward differentiates their sum"
     if marked:

@@ -19,10 +19,11 @@ from ..ir.types import NUMPY_DTYPE_NAMES
 PYTHON_VALUES = (int, float, bool, complex, list, tuple)   # converted to the declared dtype, as a feed converts them
 
 
-def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool = False, shape: bool = True):
+def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool = False, shape: bool = True,
+                 int8: bool = False):
     """``value`` as the executor holds ``var``'s, or ``error`` saying how it differs; ``where`` starts the message
     ("params 'p.npz': 'fc_0.w_0'"); ``hint`` adds the numpy call that converts an array of another dtype;
-    ``shape``: whether the declared shape binds too."""
+    ``shape``: whether the declared shape binds too; ``int8``: whether an int8 value fits too (int8_stored)."""
     expected = NUMPY_DTYPE_NAMES.get(var.dtype)
     if isinstance(value, PYTHON_VALUES) and expected is not None:
         value = np.asarray(value, expected)
@@ -40,7 +41,7 @@ def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool 
             raise error(f"{where} is {value.dtype}, but the program declares {FLOAT8_FORMATS[var.dtype]} (give "
                         f"float32 values or uint8 / int8 float8 bits)")
         return as_float8(value, var.dtype)
-    if expected is not None and value.dtype.name != expected:
+    if expected is not None and value.dtype.name != expected and not (int8 and value.dtype == np.int8):
         convert = f" (convert it, e.g. with .astype('{expected}'))" if hint else ""
         raise error(f"{where} is {value.dtype}, but the program declares {expected}{convert}")
     return value
@@ -62,7 +63,7 @@ def check_scope_values(block: Block, scope) -> None:
         scope = scope.parent
     if not scopes:
         return
-    reads, stale = scope_reads(block), stale_shapes(block)
+    reads, stale, int8 = scope_reads(block), stale_shapes(block), int8_stored(block)
     for scope in scopes:
         for name in [name for name in scope.unchecked if name in reads]:
             value = scope.vars.get(name)
@@ -71,11 +72,13 @@ def check_scope_values(block: Block, scope) -> None:
             var = block.find_var(name)
             if isinstance(value, (np.ndarray, *PYTHON_VALUES)) and var.type == VarType.DENSE_TENSOR:
                 scope.vars[name] = fitted_value(var, value, f"scope value {read_by(block, name)}", ExecutionError,
-                                                hint=True, shape=var.is_parameter and name not in stale)
+                                                hint=True, shape=var.is_parameter and name not in stale,
+                                                int8=name in int8)
             scope.unchecked.discard(name)
 
 
-_READS: WeakKeyDictionary[Block, tuple[int, dict[str, None], frozenset[str], dict[str, int]]] = WeakKeyDictionary()
+_READS: WeakKeyDictionary[Block, tuple[int, dict[str, None], frozenset[str], dict[str, int], frozenset[str]]] = \
+    WeakKeyDictionary()
 
 
 def read_by(block: Block, name: str) -> str:
@@ -118,12 +121,18 @@ def stale_shapes(block: Block) -> frozenset[str]:
     return _reads(block)[2]
 
 
-def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str], dict[str, int]]:
+def int8_stored(block: Block) -> frozenset[str]:
+    """The vars ``block`` reads only through input slots Paddle's converts fill with int8 under a float declaration
+    (OpDef.int8_stored_inputs): an int8 value fits them."""
+    return _reads(block)[4]
+
+
+def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str], dict[str, int], frozenset[str]]:
     revision = block.program.revision
     cached = _READS.get(block)
     if cached is not None and cached[0] == revision:
         return cached
-    written, reads, stale, first_reader = set(), {}, set(), {}
+    written, reads, stale, first_reader, int8, other_reads = set(), {}, set(), {}, set(), set()
     for index, op in enumerate(block.ops):
         for name in op.input_names():
             first_reader.setdefault(name, index)
@@ -134,6 +143,9 @@ def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str], dict[str
         opdef = registry.get(op.type)
         if opdef is not None and opdef.stale_shape_inputs:
             stale.update(name for slot in opdef.stale_shape_inputs for name in op.input(slot))
+        int8_slots = opdef.int8_stored_inputs if opdef is not None else frozenset()
+        for slot, names in op.inputs.items():
+            (int8 if slot in int8_slots else other_reads).update(names)
         written.update(op.output_names())
-    _READS[block] = (revision, reads, frozenset(stale), first_reader)
+    _READS[block] = (revision, reads, frozenset(stale), first_reader, frozenset(int8 - other_reads))
     return _READS[block]

@@ -266,4 +266,4 @@ defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", "OutState?!"
       attrs=LINEAR_ATTRS, infer=_linear_infer(True), no_grad_inputs=["Scale", "ZeroPoint", *STATE],
       no_grad_outputs=["OutState", "OutAccum", "OutScale"], grad=_pass_through("Y"))
 defop("dequantize_linear", ["X", "Scale", "ZeroPoint"], ["Y"], attrs=LINEAR_ATTRS, infer=_linear_infer(False),
-      no_grad_inputs=["Scale", "ZeroPoint"], grad=_pass_through("Y"))
+      no_grad_inputs=["Scale", "ZeroPoint"], grad=_pass_through("Y"), int8_stored_inputs=["X"])

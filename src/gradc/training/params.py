@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
-from ..executor.declared import fitted_value, read_by, scope_reads, stale_shapes
+from ..executor.declared import fitted_value, int8_stored, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, read_separate, write_params
@@ -114,7 +114,8 @@ def checked_param(program: Program, name: str, value, source: str, hint: bool = 
     block = program.global_block
     var = block.find_var(name)
     return value if var is None else fitted_value(var, value, f"params '{source}': {read_by(block, name)}", hint=hint,
-                                                  shape=name not in stale_shapes(block))
+                                                  shape=name not in stale_shapes(block),
+                                                  int8=name in int8_stored(block))
 
 
 def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:

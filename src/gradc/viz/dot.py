@@ -10,7 +10,7 @@ import subprocess
 
 from ..errors import GradcError
 from ..ir import EMPTY_VAR, Block, Program, VarType, dtype_name
-from ..pairing import BACKWARD, FEED_FETCH, is_grad, is_loss, op_kinds, pair_grad_ops
+from ..pairing import FEED_FETCH, is_grad, marked_losses, op_kinds, pair_grad_ops
 from .layout import visible_vars
 from .style import GRAD_LINK, KIND_COLORS, LOSS_BORDER, VAR_COLORS
 
@@ -51,13 +51,13 @@ class _Writer:
 
     def block(self, block: Block, depth: int) -> None:
         pad = "  " * depth
-        kinds = op_kinds(block)
+        kinds, losses = op_kinds(block), marked_losses(block)
         hidden = {n for n, v in visible_vars(self.program, block).items() if v.type not in _DATA_TYPES}
         latest: dict[str, str] = {}
         for idx, op in enumerate(block.ops):
             fill, line = KIND_COLORS[kinds[idx]]
             style = "rounded,filled,dashed" if kinds[idx] == FEED_FETCH else "rounded,filled"
-            extra = f', color="{LOSS_BORDER}", penwidth=2.5' if is_loss(op) and kinds[idx] != BACKWARD else ""
+            extra = f', color="{LOSS_BORDER}", penwidth=2.5' if idx in losses else ""
             self.lines.append(f'{pad}b{block.idx}_op{idx} [label={quote(f"{op.type}  #{idx}")}, shape=box, '
                               f'style="{style}", fillcolor="{fill}", color="{line}"{extra}];')
             for name in dict.fromkeys(op.input_names()):

@@ -9,7 +9,7 @@ from ..executor import KERNELS
 from ..ir import Program, VarDesc, VarType, dtype_name
 from ..listing import HIDDEN_ATTRS, attr_text
 from ..opdoc import describe
-from ..pairing import BACKWARD, OpRef, is_loss, op_kinds, pair_grad_ops
+from ..pairing import OpRef, marked_losses, op_kinds, pair_grad_ops
 from .layout import CELL_W, OP_H, PILL_GAP, PILL_H, layout_block
 from .style import GRAD_LINK, KIND_COLORS, KIND_ORDER, LOSS_BORDER, VAR_COLORS
 
@@ -71,13 +71,13 @@ def program_model(program: Program, title: str, stats: dict[str, list] | None = 
     runs = _runs(program)
     blocks = []
     for block in program.blocks:
-        kinds = op_kinds(block)
+        kinds, losses = op_kinds(block), marked_losses(block)
         layout = layout_block(program, block, kinds, pairs)
         ops = []
         for idx, op in enumerate(block.ops):
             pair = pairs.get(OpRef(block.idx, idx))
             sub = next((s for _, s in op.block_refs() if 0 < s < len(program.blocks) and s != block.idx), -1)
-            loss = is_loss(op) and kinds[idx] != BACKWARD
+            loss = idx in losses
             ops.append([strings(op.type), KIND_ORDER.index(kinds[idx]), *layout.ops[idx], int(loss),
                         pair.block if pair else -1, pair.index if pair else -1, sub,
                         [[strings(slot), [strings(n) for n in args]] for slot, args in op.inputs.items()],
