@@ -120,3 +120,19 @@ def test_show_dot_outlines_the_loss_op_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     outlined = [line for line in (tmp_path / "g.dot").read_text().splitlines() if "penwidth=2.5" in line]
     assert len(outlined) == 1 and "reduce_mean" in outlined[0]
+
+
+def test_compile_picks_the_loss_under_the_observer_on_it(tmp_path):
+    """Fault: the quantized forward ends with OutScaleForTrainingPass's observer on the loss, so `gradc compile`
+    without --loss refused ('the last op writes several float scalars (scale_accum@_12, mean_1.tmp_0@scale,
+    scale_state@_12)') and gradc info listed only the observers' scales as float scalars no op reads; in the frozen
+    and int8 programs info named the loss mean_1.tmp_0@scale, a moving average, which compile would have minimised.
+    An observer's statistics are no loss, and its read leaves the loss unread."""
+    for program in ("forward", "frozen", "int8"):
+        result = gradc_cli("info", WEEK / "cnn" / f"{program}.pb")
+        assert "loss: mean_1.tmp_0 (gradc compile picks it by itself)" in result.stdout, (program, result.stdout)
+    result = gradc_cli("compile", WEEK / "cnn" / "forward.pb", "--optimizer", "momentum", "--lr", "0.02",
+                       "--momentum", "0.9", "-o", tmp_path / "train.pb")
+    assert result.returncode == 0, result.stderr
+    assert "6 parameter gradients" in result.stdout + result.stderr
+    assert gradc.load(tmp_path / "train.pb").global_block.find_var("mean_1.tmp_0@GRAD") is not None

@@ -9,16 +9,26 @@ from ..errors import GradcNotice, GradcWarning, GradError
 from ..ir import FLOAT_DTYPES, Block, Program
 from ..shapes import numel
 
+# ops that only watch a value (Paddle's OutScaleForTrainingPass appends one on every output, the loss included):
+# their statistics are no loss, and their reading a value leaves it unread
+OBSERVERS = frozenset({"moving_average_abs_max_scale"})
+
+
+def _last_op(block: Block):
+    """The last op of block 0 that is not an observer (None if there is none)."""
+    return next((op for op in reversed(block.ops) if op.type not in OBSERVERS), None)
+
 
 def loss_candidates(program: Program) -> list[str]:
-    """Float vars with a single element written by the last op of block 0, or, in a saved program ending with
-    fetch ops (Paddle 3's PIR models end so), fetched by them."""
+    """Float vars with a single element written by the last op of block 0 (observers left out), or, in a saved
+    program ending with fetch ops (Paddle 3's PIR models end so), fetched by them."""
     block = program.global_block
-    if not block.ops:
+    last = _last_op(block)
+    if last is None:
         return []
     fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     names = []
-    for name in fetched if block.ops[-1].type == "fetch" else block.ops[-1].output_names():
+    for name in fetched if last.type == "fetch" else last.output_names():
         var = block.find_var(name)
         if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
             names.append(name)
@@ -29,9 +39,9 @@ def unread_scalars(program: Program) -> list[str]:
     """Float vars with a single element that an op of block 0 writes and none reads: where a loss usually is
     when the program goes on after it (a softmax for inference written last)."""
     block = program.global_block
-    read = {name for op in block.ops for name in op.input_names()}
+    read = {name for op in block.ops if op.type not in OBSERVERS for name in op.input_names()}
     names = []
-    for op in block.ops:
+    for op in (op for op in block.ops if op.type not in OBSERVERS):
         for name in op.output_names():
             var = block.find_var(name)
             if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
@@ -45,14 +55,14 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     else, when the last op writes none, the one float scalar no op reads (Paddle's classifiers compute the loss and
     then a softmax for inference), with a notice naming it; None when neither gives exactly one."""
     candidates = loss_candidates(program)
-    ops = program.global_block.ops
-    if candidates or not ops or ops[-1].type == "fetch":
+    last = _last_op(program.global_block)
+    if candidates or last is None or last.type == "fetch":
         return candidates[0] if len(candidates) == 1 else None
     sinks = unread_scalars(program)
     if len(sinks) != 1:
         return None
     if notice:
-        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {ops[-1].type}, writes "
+        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {last.type}, writes "
                       f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
     return sinks[0]
 
@@ -62,14 +72,14 @@ def no_loss_hint(program: Program) -> str:
     candidates = loss_candidates(program)
     if candidates:
         return f"the last op writes several float scalars ({', '.join(candidates)})"
-    ops = program.global_block.ops
-    if ops and ops[-1].type == "fetch":
+    ops, last = program.global_block.ops, _last_op(program.global_block)
+    if last is not None and last.type == "fetch":
         fetched = ", ".join(name for op in ops if op.type == "fetch" for name in op.input("X"))
         return (f"no fetch target ({fetched}) is a float scalar: a saved inference model has no loss (gradc compile "
                 f"--add-loss adds one, gradc.add_loss in Python)")
-    last = f"the last op of block 0 ({ops[-1].type})" if ops else "block 0 has no ops and"
+    where = f"the last op of block 0 ({last.type})" if last is not None else "block 0 has no ops and"
     sinks = unread_scalars(program)
-    return f"{last} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")
+    return f"{where} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")
 
 
 def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: str = "loss") -> tuple[str, int]:
