@@ -21,13 +21,15 @@ from .export_inputs import TENSOR_KINDS, InputsExport
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .naming import training_names
+from .table.quant_rows import UNNAMED_STATE_TYPES
 from .table.rows import EXPORTS
 
 # PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's grad)
 _DENSE_RESULTS = {"pd_op.embedding_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
 _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
-                         ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ())}
+                         ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ()),
+                         **UNNAMED_STATE_TYPES}
 
 
 def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
