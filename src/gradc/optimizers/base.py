@@ -73,6 +73,19 @@ def trained_parameters(block) -> list[str]:
     return sorted(name for name, var in block.vars.items() if var.is_parameter and name + "@GRAD" in written)
 
 
+def last_gradients(block) -> list[tuple[str, str]]:
+    """(parameter, gradient) of the program's last backward: ``p@GRAD``, or, where a program was differentiated
+    before (a PDE residual by ``static.gradients``, a penalty), the highest ``p@GRAD@k`` written (names.py)."""
+    written = {name for op in block.ops for name in op.output_names()}
+    pairs = []
+    for param in trained_parameters(block):
+        count = 2
+        while f"{param}@GRAD@{count}" in written:
+            count += 1
+        pairs.append((param, f"{param}@GRAD@{count - 1}" if count > 2 else param + "@GRAD"))
+    return pairs
+
+
 def learning_rate_pattern(block, params: list[str]) -> str:
     """Paddle's ``learning_rate_{}``, or, for an optimizer over part of the trainable parameters (a GAN's
     discriminator, its generator), one named after its first parameter: the programs of two such optimizers share
@@ -134,10 +147,10 @@ class Optimizer:
     def apply(self, program: Program, param_attrs: Mapping[str, ParamAttr] | None = None,
               pairs: list[tuple[str, str]] | None = None) -> Program:
         """Append the optimization ops to a program that computes its gradients (``pairs`` of parameter and gradient,
-        else every parameter's ``@GRAD``); return the startup program that initialises the learning rate and the
-        accumulators."""
+        else every parameter's gradient of the last backward); return the startup program that initialises the
+        learning rate and the accumulators."""
         emit = Emitter(program)
-        pairs = sorted(pairs) if pairs is not None else [(p, p + "@GRAD") for p in trained_parameters(emit.block)]
+        pairs = sorted(pairs) if pairs is not None else last_gradients(emit.block)
         params = [p for p, _ in pairs]
         if not params:
             raise GradcError("no parameter has a gradient: append the backward first")

@@ -10,17 +10,17 @@ import numpy as np
 
 from ..errors import GradcError, GradcWarning
 from ..ir import Program
+from ..optimizers.base import last_gradients
 from ..pairing import OPTIMIZER, op_kinds
 
 SHOWN = 8   # the text's line names the largest few; --json has every parameter
 
 
 def parameter_gradients(program: Program) -> list[tuple[str, str]]:
-    """(parameter, gradient) for each parameter of block 0 whose ``@GRAD`` var some op writes."""
+    """(parameter, gradient) for each parameter of block 0 whose ``@GRAD`` var some op writes: the last backward's
+    (``@GRAD@2`` where the loss holds derivatives written by an earlier one, a PDE residual's)."""
     block = program.global_block
-    written = {name for op in block.ops for name in op.output_names()}
-    pairs = [(name, f"{name}@GRAD") for name, var in block.vars.items()
-             if var.is_parameter and f"{name}@GRAD" in written]
+    pairs = last_gradients(block)
     if not pairs:
         raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
                          "training program (gradc compile --optimizer)?")

@@ -1,0 +1,49 @@
+"""A scientific-ML researcher's week (docs/tools.md): PINNs u(x, t) built by Paddle 3.3.1 in legacy static mode
+(tools/paddle_user_week12.py): Burgers with tanh and Poisson in 2-D with sin, their residuals written by
+`paddle.static.gradients`, so the loss program holds grad and grad-of-grad ops already; the nets alone for gradc's
+own derivatives (the heat equation with silu). Each fault found, as the behaviour it has now."""
+
+import json
+
+import numpy as np
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+
+WEEK = DATA / "user_week12"
+META = json.loads((WEEK / "meta.json").read_text())
+
+
+def _feed(case: str) -> dict:
+    with np.load(WEEK / case / "feed.npz") as feed:
+        return dict(feed)
+
+
+def test_compile_optimizer_updates_with_the_losss_gradient_not_the_residuals_first_backward(tmp_path):
+    """Before, `gradc compile pde.pb --optimizer adam` listed `w@GRAD@2` as each gradient but its adam ops read
+    `w@GRAD`, what `static.gradients(u, x)` had written (64 at the last bias, the loss's gradient is 1.06): the loss
+    rose from step 2 (13.1 after 40 steps where Paddle's falls to 1.68)."""
+    train = tmp_path / "train.pb"
+    assert gradc_cli("compile", WEEK / "burgers" / "pde.pb", "-o", train, "--optimizer", "adam",
+                     "--lr", "0.001").returncode == 0
+    program = gradc.load(train)
+    assert {op.inputs["Grad"][0] for op in program.global_block.ops if op.type == "adam"} == {
+        f"{param}@GRAD@2" for param in META["burgers"]["params"]}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(tmp_path / "train.startup.pb"), scope=scope)
+    gradc.load_params(scope, WEEK / "burgers" / "params.npz", program)
+    losses = [float(executor.run(program, _feed("burgers"), [META["burgers"]["loss"]], scope)[0]) for _ in range(40)]
+    np.testing.assert_allclose(losses, np.load(WEEK / "burgers" / "paddle.npz")["losses"], rtol=1e-6)
+
+
+def test_logged_gradient_norms_are_the_losss(tmp_path):
+    """Before, `gradc train --log-grad-norms` of that program logged the norms of `w@GRAD` (the last bias's 64, the
+    total 159.4) where the loss's gradients are `w@GRAD@2` (1.058, 3.677)."""
+    train = tmp_path / "train.pb"
+    gradc_cli("compile", WEEK / "burgers" / "pde.pb", "-o", train, "--optimizer", "adam", "--lr", "0.001")
+    done = gradc_cli("train", train, "--startup", tmp_path / "train.startup.pb", "--params",
+                     WEEK / "burgers" / "params.npz", "--feed", WEEK / "burgers" / "feed.npz", "--steps", "1",
+                     "--log-grad-norms")
+    assert done.returncode == 0, done.stderr
+    assert "grad norms: total 3.677" in done.stdout + done.stderr and "linear_2.b_0 1.058" in done.stdout + done.stderr
