@@ -10,6 +10,7 @@ import numpy as np
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
+from gradc.gradcheck import compare_program
 
 WEEK = DATA / "user_week12"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -47,3 +48,18 @@ def test_logged_gradient_norms_are_the_losss(tmp_path):
                      "--log-grad-norms")
     assert done.returncode == 0, done.stderr
     assert "grad norms: total 3.677" in done.stdout + done.stderr and "linear_2.b_0 1.058" in done.stdout + done.stderr
+
+
+def test_legacy_sin_double_grad_of_a_laplacian_runs_to_paddles_loss_and_differentiates():
+    """Before, Paddle's own Poisson program (`static.gradients` twice through sin) was refused: 'sin_double_grad' had
+    no definition (nor cos_double_grad, square_grad_grad, log_grad_grad). Now its loss is Paddle's, its parameter
+    gradient (third derivatives through the new op's maker) that of float64 central differences."""
+    program, feed = gradc.load(WEEK / "poisson" / "pde.pb"), _feed("poisson")
+    params = dict(np.load(WEEK / "poisson" / "params.npz"))
+    scope = gradc.Scope()
+    gradc.load_params(scope, WEEK / "poisson" / "params.npz", program)
+    loss, = gradc.Executor().run(program, feed, [META["poisson"]["loss"]], scope)
+    np.testing.assert_allclose(loss, np.load(WEEK / "poisson" / "paddle.npz")["losses"][0], rtol=1e-6)
+    _, checks = compare_program(program, feed, META["poisson"]["params"], META["poisson"]["loss"], params,
+                                float64=True, directions=3)
+    assert [check.var for check in checks if check.mismatch is not None] == []

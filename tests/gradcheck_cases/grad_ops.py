@@ -41,6 +41,11 @@ CASES = [
                                        "DDY": r.standard_normal(4)}),
     Case("elementwise_mul_grad_grad", {"X": r.standard_normal((2, 3, 4)), "Y": r.standard_normal(3),  # by axis, no ddX
                                        "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3)}, {"axis": 1}),
+    # Paddle's legacy second-derivative ops of unary math (gradc.ops.double_grad_unary): a PINN's Laplacian
+    *(Case(type, {"X": x, "grad_out": r.standard_normal((3, 4)), "grad_x@GRAD": r.standard_normal((3, 4))})
+      for type, x in (("sin_double_grad", r.standard_normal((3, 4))), ("cos_double_grad", r.standard_normal((3, 4))),
+                      ("square_grad_grad", r.standard_normal((3, 4))),
+                      ("log_grad_grad", r.uniform(0.5, 2.0, (3, 4))))),
     # Paddle's third-derivative ops: the grads of tanh_grad_grad's and elementwise_mul_grad_grad's outputs
     Case("tanh_triple_grad", {"Out": np.tanh(r.standard_normal((3, 4))), "grad_out_forward": r.standard_normal((3, 4)),
                               "grad_x_grad_forward": r.standard_normal((3, 4)),
