@@ -6,6 +6,7 @@ own derivatives (the heat equation with silu). Each fault found, as the behaviou
 import json
 
 import numpy as np
+import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
@@ -63,3 +64,16 @@ def test_legacy_sin_double_grad_of_a_laplacian_runs_to_paddles_loss_and_differen
     _, checks = compare_program(program, feed, META["poisson"]["params"], META["poisson"]["loss"], params,
                                 float64=True, directions=3)
     assert [check.var for check in checks if check.mismatch is not None] == []
+
+
+def test_gradients_of_a_saved_nets_input_name_the_stop_gradient_var_in_the_way():
+    """Before, clearing the input's flag as the warning said (`block.var("x").stop_gradient = False`) left du/dx None
+    with no word: Paddle saved the concat of x and t stop_gradient too (Paddle's own `static.gradients` gives None
+    there as well). Now the warning names that var; cleared too, du/dx and du/dt are there."""
+    program = gradc.load(WEEK / "burgers" / "net.pb")
+    for name in ("x", "t"):
+        program.global_block.var(name).stop_gradient = False
+    with pytest.warns(gradc.GradcWarning, match=r"no gradient of x \(through 'concat_0.tmp_0'\), t \(through"):
+        assert gradc.gradients(program.clone(), META["burgers"]["net_out"], ["x", "t"]) == [None, None]
+    program.global_block.var("concat_0.tmp_0").stop_gradient = False
+    assert gradc.gradients(program, META["burgers"]["net_out"], ["x", "t"]) == ["x@GRAD", "t@GRAD"]

@@ -20,6 +20,7 @@ from .loss import default_loss, loss_candidates, no_loss_hint, resolve_loss, unr
 from .names import GradNames
 from .path import OpPath, check_complex, check_makers, find_path
 from .targets import check_float, given_seed, ones_seed, paired_targets
+from .ungraded import stopped_inputs
 from .vars import declare_grad_vars
 from .versions import Versions
 
@@ -153,4 +154,10 @@ def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterabl
         warnings.warn(f"no gradient of {', '.join(stopped)}: stop_gradient is set (a saved program's inputs have it); "
                       f"clear it first, block.var(name).stop_gradient = False, as x.stop_gradient = False in Paddle",
                       GradcWarning, stacklevel=2)
+    cut = stopped_inputs(block, [n for n, g in zip(inputs, grads) if g is None and n not in stopped],
+                         {target for target, _ in targets})
+    if cut:
+        warnings.warn(f"no gradient of {', '.join(cut)}: a var on the way has stop_gradient set (a program saved "
+                      f"with stop_gradient inputs marks what they compute so too); clear it as well, "
+                      f"block.var(name).stop_gradient = False", GradcWarning, stacklevel=2)
     return grads

@@ -59,18 +59,40 @@ def _listed(names: list[str]) -> str:
 
 def _path_reason(block: Block, readers: dict[str, list], param: str, losses: set[str], no_grad: set[str]) -> str:
     """The first var that stops the gradient on a forward path from ``param`` to a loss, found breadth first."""
-    came_from: dict[str, str | None] = {param: None}
-    queue = deque([param])
+    path = _path_to(readers, param, losses)
+    return _blocker(block, path, no_grad) if path else "the loss does not depend on it"
+
+
+def _path_to(readers: dict[str, list], start: str, ends: set[str]) -> list[str]:
+    """The vars of a shortest path of ops from ``start`` to one of ``ends`` (none: [])."""
+    came_from: dict[str, str | None] = {start: None}
+    queue = deque([start])
     while queue:
         name = queue.popleft()
-        if name in losses:
-            return _blocker(block, _path(came_from, name), no_grad)
+        if name in ends:
+            return _path(came_from, name)
         for op in readers.get(name, ()):
             for out in op.output_names():
                 if out not in came_from:
                     came_from[out] = name
                     queue.append(out)
-    return "the loss does not depend on it"
+    return []
+
+
+def stopped_inputs(block: Block, inputs: Iterable[str], targets: set[str]) -> list[str]:
+    """'input (through VAR)' for each of ``inputs`` that the targets depend on through a stop_gradient var: a program
+    saved with its inputs stop_gradient marks what they compute so too, and clearing the input's flag alone leaves
+    its gradient None."""
+    readers: dict[str, list] = {}
+    for op in block.ops:
+        for name in set(op.input_names()):
+            readers.setdefault(name, []).append(op)
+    found = []
+    for name in inputs:
+        stopped = next((v for v in _path_to(readers, name, targets)[1:] if block.var(v).stop_gradient), None)
+        if stopped is not None:
+            found.append(f"{name} (through '{stopped}')")
+    return found
 
 
 def _path(came_from: dict[str, str | None], end: str) -> list[str]:
