@@ -77,3 +77,16 @@ def test_gradients_of_a_saved_nets_input_name_the_stop_gradient_var_in_the_way()
         assert gradc.gradients(program.clone(), META["burgers"]["net_out"], ["x", "t"]) == [None, None]
     program.global_block.var("concat_0.tmp_0").stop_gradient = False
     assert gradc.gradients(program, META["burgers"]["net_out"], ["x", "t"]) == ["x@GRAD", "t@GRAD"]
+
+
+def test_compile_optimizer_leaves_a_parameter_the_loss_does_not_reach_alone(tmp_path):
+    """Before, with the residual alone as the loss (u_xx + u_yy + f does not depend on the last bias), compile warned
+    that linear_2.b_0 gets no gradient and will not train, and then wrote an adam op stepping it with
+    `linear_2.b_0@GRAD`, the sum of du/db that `static.gradients(u, x)` had written."""
+    train = tmp_path / "train.pb"
+    done = gradc_cli("compile", WEEK / "poisson" / "pde.pb", "-o", train, "--loss", "mean_0.tmp_0",
+                     "--optimizer", "adam")
+    assert done.returncode == 0 and "1 (linear_2.b_0): the loss does not depend on it" in done.stderr
+    updated = {op.inputs["Param"][0]: op.inputs["Grad"][0] for op in gradc.load(train).global_block.ops
+               if op.type == "adam"}
+    assert updated == {param: f"{param}@GRAD@2" for param in META["poisson"]["params"] if param != "linear_2.b_0"}

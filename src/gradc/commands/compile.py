@@ -80,7 +80,8 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         if train_mode or add_loss_kind:
             _say_mode(prog, train_mode, say)
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
-        passes = [VerifyPass(), backward, *memory] + ([OptimizerPass(optimizer)] if optimizer is not None else [])
+        updating = [OptimizerPass(optimizer, backward=backward)] if optimizer is not None else []
+        passes = [VerifyPass(), backward, *memory, *updating]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
         exclusion, undecayed = decay_exclusion(optimizer), None
         if exclusion is not None:

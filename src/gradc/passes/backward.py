@@ -39,6 +39,7 @@ class BackwardPass(Pass):
         self.parameter_list = list(parameter_list) if parameter_list is not None else None
         self.no_grad_set = set(no_grad_set or ())
         self.losses_used: list[str] = []   # the losses given, or the one apply picked (gradc compile --json names them)
+        self.pairs: list[tuple[str, str]] | None = None   # (parameter, gradient) once applied: the optimizer's
 
     @property
     def loss_used(self) -> str | None:
@@ -54,8 +55,9 @@ class BackwardPass(Pass):
         picked = [name or default_loss(program) for name in self.losses or [None]]   # None: the error says why
         self.losses_used = [name for name in picked if name is not None]
         several = len(picked) > 1   # each a float var of any shape, seeded with ones, as gradients() takes targets
-        return append_backward(program, picked if several else picked[0], self.parameter_list, self.no_grad_set,
-                               any_shape=several)
+        self.pairs = append_backward(program, picked if several else picked[0], self.parameter_list,
+                                     self.no_grad_set, any_shape=several)
+        return self.pairs
 
     def ensures(self, program: Program) -> None:
         """Every grad a backward op reads was written before it, or is a forward value."""

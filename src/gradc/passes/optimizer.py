@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ..ir import Program
 from ..optimizers import Optimizer, ParamAttr, make_optimizer, trained_parameters
+from .backward import BackwardPass
 from .base import Pass, register_pass
 
 
@@ -16,18 +17,22 @@ class OptimizerPass(Pass):
     name = "optimizer"
 
     def __init__(self, optimizer: str | Optimizer = "sgd", learning_rate=None,
-                 param_attrs: Mapping[str, ParamAttr] | None = None, **arguments):
-        """An Optimizer, or a name of gradc.optimizers.OPTIMIZERS with Paddle's Python arguments."""
+                 param_attrs: Mapping[str, ParamAttr] | None = None, backward: BackwardPass | None = None,
+                 **arguments):
+        """An Optimizer, or a name of gradc.optimizers.OPTIMIZERS with Paddle's Python arguments. ``backward``: the
+        pass whose gradients it applies (else each parameter's of the program's last backward): in a program
+        differentiated before (a PDE residual), a parameter that pass does not reach keeps its earlier grad var."""
         if isinstance(optimizer, str):
             if learning_rate is not None:
                 arguments["learning_rate"] = learning_rate
             optimizer = make_optimizer(optimizer, **arguments)
         self.optimizer = optimizer
         self.param_attrs = param_attrs
+        self.backward = backward
 
     def requires(self, program: Program) -> None:
         if not trained_parameters(program.global_block):
             raise self.fail("no parameter has a gradient: run the backward pass first")
 
     def apply(self, program: Program) -> Program:
-        return self.optimizer.apply(program, self.param_attrs)
+        return self.optimizer.apply(program, self.param_attrs, self.backward.pairs if self.backward else None)
