@@ -90,3 +90,32 @@ def test_compile_optimizer_leaves_a_parameter_the_loss_does_not_reach_alone(tmp_
     updated = {op.inputs["Param"][0]: op.inputs["Grad"][0] for op in gradc.load(train).global_block.ops
                if op.type == "adam"}
     assert updated == {param: f"{param}@GRAD@2" for param in META["poisson"]["params"] if param != "linear_2.b_0"}
+
+
+def test_export_keeps_the_backward_ops_a_fetched_derivative_needs(tmp_path):
+    """Before, exporting u with du/dx and d2u/dx2 (a PINN's fields) was refused: 'the fetches need x@GRAD, which is
+    neither fed nor computed from the feeds' (the backward ops were dropped first), where Paddle's
+    save_inference_model keeps them; and a PIR export of such a model fetched every parameter's gradient too."""
+    program = gradc.load(WEEK / "burgers" / "net.pb")
+    for name in ("x", "t", "concat_0.tmp_0"):
+        program.global_block.var(name).stop_gradient = False
+    u = META["burgers"]["net_out"]
+    with pytest.warns(gradc.GradcWarning, match="one value per example"):
+        u_x, u_t = gradc.gradients(program, u, ["x", "t"])
+        u_xx, = gradc.gradients(program, u_x, ["x"])
+    params, grid = dict(np.load(WEEK / "burgers" / "params.npz")), {k: v[:8] for k, v in _feed("burgers").items()
+                                                                        if k in ("x", "t")}
+    scope = gradc.Scope()
+    gradc.load_params(scope, WEEK / "burgers" / "params.npz", program)
+    fields = [u, u_x, u_t, u_xx]
+    expected = gradc.Executor().run(program, grid, fields, scope)
+    for fmt in ("pb", "pir"):
+        model_path, params_path = gradc.export(program, tmp_path / fmt, feeds=["x", "t"], fetches=fields,
+                                               values=params, format=fmt)
+        model = gradc.load(model_path)
+        assert [op.input("X")[0] for op in model.global_block.ops if op.type == "fetch"] == fields
+        assert "tanh_grad" in {op.type for op in model.global_block.ops}
+        loaded = gradc.Scope()
+        gradc.load_params(loaded, params_path, model)
+        for got, want in zip(gradc.Executor().run(model, grid, None, loaded), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

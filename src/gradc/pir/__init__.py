@@ -49,19 +49,21 @@ def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
 
 
 @gc_paused()
-def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
-    """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
+def serialize_pir(program: Program, fetch: list[str] | tuple = (), training_outputs: bool = True) -> bytes:
+    """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars, and
+    ``training_outputs`` for a training program's loss and gradients."""
     from .dump import dumps
     from .export import to_module
     from .graph import release
 
-    module = to_module(program, fetch)
+    module = to_module(program, fetch, training_outputs)
     data = dumps(module)
     release(module)
     return data
 
 
-def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = ()) -> None:
+def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = (),
+             training_outputs: bool = True) -> None:
     """Write ``program`` as a PIR JSON file Paddle 3 loads (atomic: the whole file or nothing)."""
     from ..io import write_atomic  # here, not at the top: gradc.io imports gradc.pir to sniff and load PIR files
-    write_atomic(path, serialize_pir(program, fetch))
+    write_atomic(path, serialize_pir(program, fetch, training_outputs))

@@ -32,8 +32,8 @@ _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_d
                          **UNNAMED_STATE_TYPES}
 
 
-def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
-    return Exporter(program).run(fetch)
+def to_module(program: Program, fetch: list[str] | tuple = (), training_outputs: bool = True) -> Module:
+    return Exporter(program).run(fetch, training_outputs)
 
 
 class Exporter(InputsExport):
@@ -52,14 +52,17 @@ class Exporter(InputsExport):
         self.index = -1                              # the current op's index in it
         self.fetched_at_end: set[str] = set()
 
-    def run(self, fetch) -> Module:
+    def run(self, fetch, training_outputs: bool = True) -> Module:
+        """``training_outputs``: fetch the loss and gradients too (not in an inference model that keeps backward
+        ops for a fetched derivative: its outputs are its fetch ops)."""
         check_exportable(self.program)
         self._inputs()
-        self.fetched_at_end = {*fetch, *training_names(self.program)}
+        trained = training_names(self.program) if training_outputs else []
+        self.fetched_at_end = {*fetch, *trained}
         self.export_block(self.block, self.body)
         self._keep_made_persistables()
         fetched = [name for op in self.block.ops if op.type == "fetch" for name in op.input("X")]
-        kept = [name for name in training_names(self.program) if name not in fetched and name not in fetch]
+        kept = [name for name in trained if name not in fetched and name not in fetch]
         for col, name in enumerate([*fetch, *kept], start=len(fetched)):
             self.where = f"fetch target '{name}'"
             self.append_fetch(name, col)

@@ -1,5 +1,5 @@
 """Export for inference, as Paddle's save_inference_model writes it: the program pruned to what the fetches
-need from the feeds, without backward, optimizer or learning-rate ops, in test mode (dropout keeps every unit,
+need from the feeds, without backward (but for a fetched derivative's), optimizer or learning-rate ops, in test mode (dropout keeps every unit,
 batch norm uses its running statistics), with feed ops reading the `feed` holder (column i for feed i) first
 and fetch ops writing the `fetch` holder last; beside it the parameters the pruned program reads, sorted by
 name, in Paddle's combined format. ``paddle.static.load_inference_model(prefix, executor)`` loads the pair.
@@ -30,7 +30,7 @@ def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[
     the names Paddle's Predictor is to see (get_input_names, get_output_names)."""
     if not fetches:
         raise GradcError("export needs at least one fetch var (the model's output)")
-    model = prune(forward_part(program), list(fetches), feeds)
+    model = prune(forward_part(program, derivatives_of=fetches), list(fetches), feeds)
     if rename:
         _rename(model, dict(rename), {*feeds, *fetches})
         feeds, fetches = [rename.get(n, n) for n in feeds], [rename.get(n, n) for n in fetches]
@@ -114,7 +114,7 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
     _make_folder(folder)
     if format == "pir":
         from ..pir import save_pir
-        save_pir(model, model_path)
+        save_pir(model, model_path, training_outputs=False)   # its outputs are the fetches asked for
     else:
         save(model, model_path, "pb")
     write_params(params_path, model, arrays)

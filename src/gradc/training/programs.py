@@ -47,21 +47,37 @@ def updates_nothing(program: Program) -> str | None:
             f"compile FORWARD.pb -o TRAIN.pb --optimizer adam (or sgd, momentum, ...) writes a training program")
 
 
-def forward_part(program: Program) -> Program:
-    """A copy without the training ops, in test mode, without the vars no op uses any more."""
+def forward_part(program: Program, derivatives_of: Iterable[str] = ()) -> Program:
+    """A copy without the training ops, in test mode, without the vars no op uses any more. ``derivatives_of``:
+    vars (an export's fetches) whose backward ops stay, as Paddle's save_inference_model keeps them (a PINN's
+    du/dx, written by the backward of u, is part of the model)."""
     test = program.clone()
     block = test.global_block
     kinds = op_kinds(block)   # a PIR program's ops have no op_role: inferred
-    dropped = {name for op, kind in zip(block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
+    kept = _derivative_ops(block.ops, kinds, set(derivatives_of))
+    training = [kind in (BACKWARD, OPTIMIZER) or is_training_op(op) for op, kind in zip(block.ops, kinds)]
+    dropped = {name for op, dropping in zip(block.ops, training) if dropping and id(op) not in kept
                for name in op.output_names()}
-    block.ops = [op for op, kind in zip(block.ops, kinds) if kind not in (BACKWARD, OPTIMIZER)
-                 and not is_training_op(op) and not (kind == FEED_FETCH and dropped.intersection(op.input_names()))]
+    block.ops = [op for op, kind, dropping in zip(block.ops, kinds, training) if id(op) in kept or (
+                 not dropping and not (kind == FEED_FETCH and dropped.intersection(op.input_names())))]
     if not block.ops:
         raise GradcError("the program has no forward ops (only backward, optimizer or learning-rate ops)")
     _empty_unreachable_blocks(test)
     set_test_mode(test)
     drop_unused_vars(test)
     return test
+
+
+def _derivative_ops(ops: list, kinds: list[str], wanted: set[str]) -> set[int]:
+    """The ids of the backward ops ``wanted`` is computed with (optimizer and learning-rate ops never)."""
+    kept, needed = set(), set(wanted)
+    for op, kind in zip(reversed(ops), reversed(kinds)):
+        outputs = set(op.output_names())
+        if kind != OPTIMIZER and op.type not in UPDATES and outputs & needed:
+            needed |= set(op.input_names())
+            if kind == BACKWARD or is_training_op(op):
+                kept.add(id(op))
+    return kept
 
 
 def _empty_unreachable_blocks(program: Program) -> None:
