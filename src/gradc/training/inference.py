@@ -1,8 +1,9 @@
 """Export for inference, as Paddle's save_inference_model writes it: the program pruned to what the fetches
-need from the feeds, without backward (but for a fetched derivative's), optimizer or learning-rate ops, in test mode (dropout keeps every unit,
-batch norm uses its running statistics), with feed ops reading the `feed` holder (column i for feed i) first
-and fetch ops writing the `fetch` holder last; beside it the parameters the pruned program reads, sorted by
-name, in Paddle's combined format. ``paddle.static.load_inference_model(prefix, executor)`` loads the pair.
+need from the feeds, without backward (but for a fetched derivative's), optimizer or learning-rate ops, in test
+mode (dropout keeps every unit, batch norm uses its running statistics), with feed ops reading the `feed` holder
+(column i for feed i) first and fetch ops writing the `fetch` holder last; beside it the parameters the pruned
+program reads, sorted by name, in Paddle's combined format. ``paddle.static.load_inference_model(prefix,
+executor)`` loads the pair.
 
     export(program, "model", feeds=["img"], fetches=["softmax_0.tmp_0"], scope=scope)
     # -> model.pdmodel + model.pdiparams   (format="pir": model.json, Paddle 3's default)
