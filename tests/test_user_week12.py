@@ -119,3 +119,20 @@ def test_export_keeps_the_backward_ops_a_fetched_derivative_needs(tmp_path):
         gradc.load_params(loaded, params_path, model)
         for got, want in zip(gradc.Executor().run(model, grid, None, loaded), expected):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_paddles_own_burgers_training_program_runs_to_paddles_losses():
+    """Before, Paddle's training program of the Burgers loss (its backward of u_t + u u_x - nu u_xx) did not run:
+    'no kernel for matmul_v2_triple_grad, elementwise_add_triple_grad'. Now its 40 Adam steps give Paddle's losses,
+    and u after them Paddle's."""
+    program = gradc.load(WEEK / "burgers" / "train.pb")
+    assert {"matmul_v2_triple_grad", "elementwise_add_triple_grad"} <= {op.type for op in program.global_block.ops}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(WEEK / "burgers" / "startup.pb"), scope=scope)
+    gradc.load_params(scope, WEEK / "burgers" / "params.npz", program)
+    feed, paddle = _feed("burgers"), np.load(WEEK / "burgers" / "paddle.npz")
+    losses = [float(executor.run(program, feed, [META["burgers"]["loss"]], scope)[0]) for _ in range(40)]
+    np.testing.assert_allclose(losses, paddle["losses"], rtol=1e-6)
+    net = gradc.load(WEEK / "burgers" / "net.pb")
+    u, = executor.run(net, {"x": feed["x"], "t": feed["t"]}, [META["burgers"]["net_out"]], scope)
+    np.testing.assert_allclose(u, paddle["u_trained"], rtol=1e-5, atol=1e-6)

@@ -2,9 +2,12 @@
 static mode, each with its PDE residual written by `paddle.static.gradients` (so the program already holds grad and
 grad-of-grad ops): Burgers (tanh, u_t + u u_x - nu u_xx), Poisson in 2-D (sin, -u_xx - u_yy = f) and heat (silu,
 u_t - a u_xx), with weighted boundary and initial losses. Per case: pde.pb (the loss program, before minimize),
-net.pb (u alone), params.npz (the startup's values), feed.npz (collocation, boundary and initial points) and
-paddle.npz (Paddle's Adam losses at each step and its first step's parameter gradients). `paddle.tanh` and
-`paddle.sin` fail in legacy static mode ("must be Value, but got Variable"), so the activations are appended as ops.
+net.pb (u alone), params.npz (the startup's values), feed.npz (collocation, boundary and initial points),
+paddle.npz (Paddle's Adam losses at each step, its first step's parameter gradients, u after the steps) and, for
+Burgers, train.pb and startup.pb (Paddle's training program, its third-derivative ops and all). Poisson's training
+program fails in Paddle's executor and the heat equation's u_xx segfaults in Paddle (SiluDoubleCompositeGradOpMaker):
+Poisson has Paddle's first loss only, heat its net and u. `paddle.tanh` and `paddle.sin` fail in legacy static mode
+("must be Value, but got Variable"), so the activations are appended as ops.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week12.py tests/data/paddle/user_week12
 """
@@ -21,6 +24,8 @@ STEPS = 40
 NU = 0.01 / np.pi
 HEAT = 0.1
 WEIGHT_BOUNDARY, WEIGHT_INITIAL = 10.0, 5.0
+EXTRA_ATTRS = ("op_callstack", "with_quant_attr", "op_namescope", "op_device", "mkldnn_data_type", "onednn_data_type",
+               "use_mkldnn", "use_onednn", "use_quantizer", "use_cudnn", "op_role_var")
 
 
 def activation(kind, x):
@@ -134,13 +139,19 @@ def build(name, out):
         print(name, "Paddle cannot train it:", str(exc).splitlines()[0])
     if not losses:
         losses = executor.run(forward, feed=feed, fetch_list=[loss.name])
-    for program in (forward, alone):   # the Python call stacks are most of a legacy program's bytes
+    for program in (forward, alone, main, startup):   # call stacks (most of the bytes) and extras no CPU kernel reads
         for op in program.global_block().ops:
-            op.desc.remove_attr("op_callstack")
+            for extra in EXTRA_ATTRS:
+                op.desc.remove_attr(extra)
     with open(f"{out}/{name}/pde.pb", "wb") as handle:
         handle.write(forward.desc.serialize_to_string())
     with open(f"{out}/{name}/net.pb", "wb") as handle:
         handle.write(alone.desc.serialize_to_string())
+    if name == "burgers":   # Paddle's own training program: its backward writes third-derivative ops
+        with open(f"{out}/{name}/train.pb", "wb") as handle:
+            handle.write(main.desc.serialize_to_string())
+        with open(f"{out}/{name}/startup.pb", "wb") as handle:
+            handle.write(startup.desc.serialize_to_string())
     np.savez(f"{out}/{name}/params.npz", **params)
     np.savez(f"{out}/{name}/feed.npz", **feed)
     np.savez(f"{out}/{name}/paddle.npz", losses=np.array(losses), u_trained=u_out, **first)

@@ -62,6 +62,22 @@ CASES = [
                                          "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3),
                                          "D_DX": r.standard_normal((2, 3, 4)), "D_DDOut": r.standard_normal((2, 3, 4))},
          {"axis": 1}),
+    # Paddle's legacy third-derivative ops of a product and a sum (gradc.ops.triple_grad): a PINN's training step
+    Case("matmul_v2_triple_grad", {"X": r.standard_normal((2, 3)), "Y": r.standard_normal((3, 4)),
+                                   "grad_out": r.standard_normal((2, 4)), "grad_grad_x": r.standard_normal((2, 3)),
+                                   "grad_grad_y": r.standard_normal((3, 4)), "grad_x@GRAD": r.standard_normal((2, 3)),
+                                   "grad_y@GRAD": r.standard_normal((3, 4)),
+                                   "grad_grad_out@GRAD": r.standard_normal((2, 4))}),
+    Case("matmul_v2_triple_grad", {"X": r.standard_normal((2, 3, 2)), "Y": r.standard_normal((4, 3)),   # batched, T
+                                   "grad_out": r.standard_normal((2, 2, 4)),
+                                   "grad_grad_x": r.standard_normal((2, 3, 2)),
+                                   "grad_y@GRAD": r.standard_normal((4, 3)),
+                                   "grad_grad_out@GRAD": r.standard_normal((2, 2, 4))},
+         {"trans_x": True, "trans_y": True}),   # no ddY, no d_dx: their terms left out
+    Case("elementwise_add_triple_grad", {"DDX": r.standard_normal((3, 4)), "DDY": r.standard_normal(4),
+                                         "D_DDOut": r.standard_normal((3, 4))}),
+    Case("elementwise_add_triple_grad", {"DDX": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3),  # by axis
+                                         "D_DDOut": r.standard_normal((2, 3, 4))}, {"axis": 1}),
     # reshape2_grad_grad: ddX in dOut's shape (its grad, the same op back into ddX's shape)
     Case("reshape2_grad_grad", {"DDX": r.standard_normal((2, 6)), "DOut": r.standard_normal((3, 4))}),
 ]

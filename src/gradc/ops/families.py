@@ -363,6 +363,7 @@ FAMILIES = {
         "index_select_strided", "index_select_strided_grad", "set"),
     "tensor_views_double": ("view_shape_grad", "as_strided_grad", "index_select_strided_grad"),
     "text": ("viterbi_decode",),
+    "triple_grad": ("matmul_v2_triple_grad", "elementwise_add_triple_grad"),
     "unary_math": ("floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad",
         "reciprocal", "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p",
         "log1p_grad", "tan", "tan_grad", "asin", "asin_grad", "acos", "acos_grad", "atan", "atan_grad", "sinh",
