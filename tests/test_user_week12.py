@@ -136,3 +136,24 @@ def test_paddles_own_burgers_training_program_runs_to_paddles_losses():
     net = gradc.load(WEEK / "burgers" / "net.pb")
     u, = executor.run(net, {"x": feed["x"], "t": feed["t"]}, [META["burgers"]["net_out"]], scope)
     np.testing.assert_allclose(u, paddle["u_trained"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_net_normalising_its_coordinates_differentiates_and_trains(tmp_path):
+    """Before, Paddle's program of a net that normalises its inputs, (x - mean) / std, was refused:
+    elementwise_sub_grad_grad and elementwise_div_grad_grad had no definition (and Paddle's own minimize has no maker
+    of the second). Now its loss is Paddle's, its gradient (third derivatives) that of float64 central differences,
+    and it trains."""
+    program, feed = gradc.load(WEEK / "normalised" / "pde.pb"), _feed("normalised")
+    params, loss = dict(np.load(WEEK / "normalised" / "params.npz")), META["normalised"]["loss"]
+    assert {"elementwise_sub_grad_grad", "elementwise_div_grad_grad"} <= {op.type for op in program.global_block.ops}
+    _, checks = compare_program(program, feed, META["normalised"]["params"], loss, params, float64=True,
+                                directions=3)
+    assert [check.var for check in checks if check.mismatch is not None] == []
+    train = tmp_path / "train.pb"
+    assert gradc_cli("compile", WEEK / "normalised" / "pde.pb", "-o", train, "--optimizer", "adam").returncode == 0
+    scope, executor, trained = gradc.Scope(), gradc.Executor(), gradc.load(train)
+    executor.run(gradc.load(tmp_path / "train.startup.pb"), scope=scope)
+    gradc.load_params(scope, WEEK / "normalised" / "params.npz", trained)
+    losses = [float(executor.run(trained, feed, [loss], scope)[0]) for _ in range(20)]
+    np.testing.assert_allclose(losses[0], np.load(WEEK / "normalised" / "paddle.npz")["losses"][0], rtol=1e-6)
+    assert losses[-1] < 0.5 * losses[0]

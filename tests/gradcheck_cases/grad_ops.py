@@ -78,6 +78,17 @@ CASES = [
                                          "D_DDOut": r.standard_normal((3, 4))}),
     Case("elementwise_add_triple_grad", {"DDX": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3),  # by axis
                                          "D_DDOut": r.standard_normal((2, 3, 4))}, {"axis": 1}),
+    # Paddle's legacy second-derivative ops of a difference and a quotient (gradc.ops.double_grad_elementwise)
+    Case("elementwise_sub_grad_grad", {"Y": r.standard_normal(4), "DOut": r.standard_normal((3, 4)),
+                                       "DDX": r.standard_normal((3, 4)), "DDY": r.standard_normal(4)}),
+    Case("elementwise_sub_grad_grad", {"Y": r.standard_normal(3), "DOut": r.standard_normal((2, 3, 4)),  # by axis
+                                       "DDY": r.standard_normal(3)}, {"axis": 1}),
+    Case("elementwise_div_grad_grad", {"Y": r.uniform(0.5, 2.0, 4), "Out": r.standard_normal((3, 4)),
+                                       "DX": r.standard_normal((3, 4)), "DDX": r.standard_normal((3, 4)),
+                                       "DDY": r.standard_normal(4)}),
+    Case("elementwise_div_grad_grad", {"Y": r.uniform(0.5, 2.0, 3), "Out": r.standard_normal((2, 3, 4)),  # by axis
+                                       "DX": r.standard_normal((2, 3, 4)), "DDX": r.standard_normal((2, 3, 4))},
+         {"axis": 1}),   # no ddY: Out's grad is not written
     # reshape2_grad_grad: ddX in dOut's shape (its grad, the same op back into ddX's shape)
     Case("reshape2_grad_grad", {"DDX": r.standard_normal((2, 6)), "DOut": r.standard_normal((3, 4))}),
 ]

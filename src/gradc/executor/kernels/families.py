@@ -54,6 +54,7 @@ FAMILIES = {
     "detection_v1_nms": ("multiclass_nms", "multiclass_nms2", "generate_proposals", "collect_fpn_proposals"),
     "double_grad": ("tanh_grad_grad", "sigmoid_grad_grad", "matmul_v2_grad_grad", "elementwise_add_grad_grad",
         "elementwise_mul_grad_grad", "tanh_triple_grad", "elementwise_mul_triple_grad", "reshape2_grad_grad"),
+    "double_grad_elementwise": ("elementwise_sub_grad_grad", "elementwise_div_grad_grad"),
     "double_grad_unary": ("sin_double_grad", "cos_double_grad", "square_grad_grad", "log_grad_grad"),
     "extra_math": ("gammaln", "gammaln_grad", "gammaincc", "gammaincc_grad", "nextafter", "multiplex", "multiplex_grad",
         "reduce_as", "reduce_as_grad", "is_empty", "equal_all", "swiglu", "swiglu_grad", "norm", "norm_grad",
