@@ -157,3 +157,53 @@ def test_a_net_normalising_its_coordinates_differentiates_and_trains(tmp_path):
     losses = [float(executor.run(trained, feed, [loss], scope)[0]) for _ in range(20)]
     np.testing.assert_allclose(losses[0], np.load(WEEK / "normalised" / "paddle.npz")["losses"][0], rtol=1e-6)
     assert losses[-1] < 0.5 * losses[0]
+
+
+def _burgers_the_gradc_way():
+    """Paddle's net alone; u_x, u_t, u_xx by gradients(); the residual and the weighted losses appended by a
+    ProgramBuilder on the loaded program, over one batch: collocation (64), boundary (16) and initial (16) points."""
+    program = gradc.load(WEEK / "burgers" / "net.pb")
+    for name in ("x", "t", "concat_0.tmp_0"):
+        program.global_block.var(name).stop_gradient = False
+    u = META["burgers"]["net_out"]
+    with pytest.warns(gradc.GradcWarning, match="one value per example"):
+        u_x, u_t = gradc.gradients(program, u, ["x", "t"])
+        u_xx, = gradc.gradients(program, u_x, ["x"])
+    net = gradc.ProgramBuilder(program=program)
+
+    def op(type, inputs, attrs=None):
+        return net.op(type, inputs, attrs)[0]
+
+    def rows(var, start, end):
+        return op("slice", {"Input": var}, {"axes": [0], "starts": [start], "ends": [end]})
+
+    def mean_square(var):
+        return op("reduce_mean", {"X": op("square", {"X": var})}, {"reduce_all": True})
+
+    net.data("u0", [-1, 1])
+    residual = op("elementwise_add", {"X": op("elementwise_add", {"X": u_t, "Y": op("elementwise_mul",
+                                                                                    {"X": u, "Y": u_x})}),
+                                      "Y": op("scale", {"X": u_xx}, {"scale": -0.01 / np.pi})})
+    initial = op("elementwise_sub", {"X": rows(u, 80, 96), "Y": "u0"})
+    loss = op("sum", {"X": [mean_square(rows(residual, 0, 64)), op("scale", {"X": mean_square(rows(u, 64, 80))},
+                                                                        {"scale": 10.0}),
+                            op("scale", {"X": mean_square(initial)}, {"scale": 5.0})]})
+    feed = _feed("burgers")
+    batch = {"x": np.concatenate([feed["x"], feed["xb"], feed["x0"]]),
+             "t": np.concatenate([feed["t"], feed["tb"], feed["t0"]]), "u0": feed["u0"]}
+    return program, loss, batch
+
+
+def test_a_residual_appended_to_a_loaded_net_trains_to_paddles_losses():
+    """Before, `ProgramBuilder(program=loaded)` was a TypeError: a builder made only new programs, and nothing
+    documented appended ops, with their shapes inferred, to a loaded one. Now the Burgers loss built the gradc way on
+    Paddle's net trains to the losses of Paddle's own program; the builder's names skip those the program has."""
+    program, loss, batch = _burgers_the_gradc_way()
+    again = gradc.ProgramBuilder(program=program.clone())   # the first builder wrote scale_0 ... scale_2
+    assert again.op("scale", {"X": loss}, {"scale": 2.0}) == ["scale_3.tmp_0"]
+    startup = gradc.optimizers.Adam(learning_rate=1e-3).minimize(program, loss=loss)
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    gradc.load_params(scope, WEEK / "burgers" / "params.npz", program)
+    losses = [float(executor.run(program, batch, [loss], scope)[0]) for _ in range(40)]
+    np.testing.assert_allclose(losses, np.load(WEEK / "burgers" / "paddle.npz")["losses"], rtol=2e-6)

@@ -22,8 +22,10 @@ from .verify_shapes import check_complex_inputs
 
 
 class ProgramBuilder:
-    def __init__(self, seed: int = 0):
-        self.program = Program()
+    def __init__(self, seed: int = 0, program: Program | None = None):
+        """``program``: append to it (a loaded program: a PINN's residual after ``gradients()``) instead of a new
+        one; a name it has already is not given again."""
+        self.program = Program() if program is None else program
         self.startup = Program()
         self.block = self.program.global_block
         self.seed = seed
@@ -33,6 +35,13 @@ class ProgramBuilder:
         count = self._counters[prefix]
         self._counters[prefix] += 1
         return count
+
+    def _free_stem(self, prefix: str, first: str) -> str:
+        """``{prefix}_{n}`` for the next n whose first var (``first``, the stem's suffix) the program has not."""
+        while True:
+            stem = f"{prefix}_{self.unique(prefix)}"
+            if stem + first not in self.block.vars:
+                return stem
 
     def data(self, name: str, shape, dtype="float32", stop_gradient: bool | None = None, lod_level: int = 0) -> str:
         """A fed input; ``lod_level`` > 0: fed sequences (a gradc.executor.LoDTensor), as paddle.static.data."""
@@ -78,7 +87,7 @@ class ProgramBuilder:
             raise ProgramError(f"{where}: the shape of {unshaped} is unknown (its var is declared without one), "
                                f"and its outputs' shapes are inferred from it") from None
         check_complex_inputs(self.block, ctx.op_idx, op)
-        stem = f"{prefix or type}_{self.unique(prefix or type)}"
+        stem = self._free_stem(prefix or type, ".tmp_0")
         tmp = 0
         for slot, result in inferred.items():
             results = result if isinstance(result, list) else [result]
@@ -95,11 +104,10 @@ class ProgramBuilder:
         return [name for slot in wanted for name in op.outputs[slot]]
 
     def fc(self, x: str, size: int, act: str | None = None) -> str:
-        layer = self.unique("fc")
+        stem = self._free_stem("fc", ".w_0")
         in_features = self.block.var(x).shape[-1]
-        w = self.parameter(f"fc_{layer}.w_0", [in_features, size])
-        b = self.parameter(f"fc_{layer}.b_0", [size], init="zeros")
-        stem = f"fc_{layer}"
+        w = self.parameter(f"{stem}.w_0", [in_features, size])
+        b = self.parameter(f"{stem}.b_0", [size], init="zeros")
         out = self.op("mul", {"X": x, "Y": w}, names=[f"{stem}.tmp_0"])[0]
         out = self.op("elementwise_add", {"X": out, "Y": b}, {"axis": -1}, names=[f"{stem}.tmp_1"])[0]
         if act:
