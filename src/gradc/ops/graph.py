@@ -9,10 +9,11 @@ segment_pool reduces X's rows by their sorted SegmentIds into last id + 1 rows (
 SummedIds is the number of rows in each segment.
 
 MAX and MIN send dOut to every message equal to the extreme (ties each get the whole, as Paddle's kernels do).
-graph_send_recv's messages are X's rows, so edges repeating a (src, dst) pair carry one message: gradc counts
-it once, where Paddle 3.3.1's graph_send_recv_grad adds dOut once per repeated edge (central differences say
-once). Paddle's kernels compute only message_op ADD and MUL (paddle.geometric rewrites sub into ADD of -y and
-div into MUL by 1 / (y + 1e-12)); its SUB and DIV write zeros: gradc computes x - y and x / y.
+A row of X reaching a row through edges repeating a (src, dst) pair is one variable: gradc counts it once (for
+graph_send_ue_recv, X gets the mean of those edges' tied messages' grads), where Paddle 3.3.1's grads add dOut
+once per repeated edge (central differences say once). Paddle's kernels compute only message_op ADD and MUL
+(paddle.geometric rewrites sub into ADD of -y and div into MUL by 1 / (y + 1e-12)); its SUB and DIV write zeros:
+gradc computes x - y and x / y.
 """
 
 from __future__ import annotations

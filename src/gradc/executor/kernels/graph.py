@@ -78,6 +78,16 @@ def message_grad(dout: np.ndarray, dst: np.ndarray, out: np.ndarray, messages: n
     return grad
 
 
+def once_per_pair(grad: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """grad of the winning messages (0 elsewhere: a winner's dOut is its row's, so nonzero marks the winners that
+    count), divided among the winners of each (src, dst) pair at each element: X's row reaching a row through several
+    tied edges is one variable, whose derivative is their mean, not their sum."""
+    _, pair = np.unique(np.stack([src, dst]), axis=1, return_inverse=True)
+    winners = np.zeros((pair.max() + 1,) + grad.shape[1:])
+    np.add.at(winners, pair.reshape(-1), grad != 0)
+    return grad / np.maximum(winners[pair.reshape(-1)], 1).astype(grad.dtype)
+
+
 def _out_rows(k, x) -> int:
     if k.has("Out_size"):
         sizes = np.asarray(k.x("Out_size")).reshape(-1)
@@ -136,7 +146,8 @@ def graph_send_ue_recv_grad(k):
     message, d_x, d_y = MESSAGES[k.attr("message_op")]
     extreme = reduce_op in ("MAX", "MIN")
     grad = message_grad(dout, dst, k.x("Out") if extreme else None, message(a, b) if extreme else None, reduce_op)
-    return k.grads({"X@GRAD": lambda: sent_back(grad * d_x(a, b), src, x),
+    x_grad = once_per_pair(grad, src, dst) if extreme and src.size else grad
+    return k.grads({"X@GRAD": lambda: sent_back(x_grad * d_x(a, b), src, x),
                     "Y@GRAD": lambda: summed_to(grad * d_y(a, b), y.shape).astype(y.dtype)})
 
 
