@@ -21,6 +21,7 @@ from .bfloat16 import STORAGE
 from .executor.liveness import deaths, referenced_names
 from .ir import EMPTY_VAR, Block, Program, VarType
 from .ir.types import FLOAT8_DTYPES, NUMPY_DTYPE_NAMES
+from .memory_graph import graph_workspace
 from .memory_shapes import fed_shapes, rnn_buffer_shapes
 from .pairing import BACKWARD, op_kinds
 
@@ -142,7 +143,11 @@ def _workspace(block: Block, op, made: int, batch_size: int, shapes: dict) -> in
     """A kernel's own temporaries. A convolution (a Filter input) copies its padded input's windows into
     columns, [C * prod(kernel), N * prod(out)], and its grad also lays dOut out for the matmul; other
     kernels make SCRATCH times what they write (their own measured factor, else 1); the rnn kernels, whose grad
-    writes little, RESERVE_SCRATCH times one layer's Reserve."""
+    writes little, RESERVE_SCRATCH times one layer's Reserve; the graph kernels, by their edges (memory_graph)."""
+    graph = graph_workspace(op, lambda name: _dims(block, name, batch_size, shapes),
+                            lambda name: var_bytes(block, name, batch_size, shapes))
+    if graph is not None:
+        return graph
     reserve = (op.output if op.type == "rnn" else op.input)("Reserve") if op.type in RESERVE_SCRATCH else None
     if reserve:
         layer = (var_bytes(block, reserve[0], batch_size, shapes) or 0) // max(int(op.attrs.get("num_layers", 1)), 1)
