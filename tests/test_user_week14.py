@@ -48,7 +48,7 @@ def test_sampled_batches_of_another_node_count_each_reuse_one_plan():
     _losses("sage_mean", program, scope, executor, [GRAPH] * 5)
     feeds = [{name: BATCHES[f"{name}{b}"] for name in GRAPH} for b in range(META["batches"])]
     nodes = [len(feed["x"]) for feed in feeds]
-    assert nodes == META["batch_nodes"] and len(set(nodes + [len(GRAPH["x"])])) == 3   # 16, 8, 8, 6
+    assert nodes == META["batch_nodes"] and len(set(nodes + [len(GRAPH["x"])])) == 3   # 16, then 9, 7, 7
     np.testing.assert_allclose(_losses("sage_mean", program, scope, executor, feeds),
                                META["kinds"]["sage_mean"]["batch_losses"], atol=5e-7)
     assert executor.plans_built == 2   # the startup and the training program: the node count is not planned for
