@@ -30,7 +30,9 @@ from .train_report import JsonLinesReporter
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
               "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
               ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example).")
-@click.option("--feed", type=click.Path(), help="Instead of --data: one batch (.npz), fed at every step.")
+@click.option("--feed", type=click.Path(), help="Without --data: one batch (.npz), fed at every step. With --data: "
+              "inputs that are the same at every step (prior boxes, anchors), fed whole with every batch of --data "
+              "and --eval.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order (gradc compile writes OUTPUT.startup.pb). Repeatable.")
 @click.option("--params", type=click.Path(),
@@ -91,7 +93,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
     step and epoch lines before the error and no "end" line); 2 a usage error; 130 interrupted (Ctrl-C; with --json,
     the "end" line says "interrupted": true)."""
-    if (data is None) == (feed is None):
+    if data is None and feed is None:
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if lr is not None:   # compile takes --lr, so a user gives train one too
         if lr_schedule:
@@ -103,7 +105,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                                          (lr_var, "--lr-var", lr_schedule, "--lr-schedule")):
         if given and not needed:   # else silently unused
             raise click.UsageError(f"{option}: only with {needs}")
-    if feed is not None:
+    if data is None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop)) if value]
         if given:
@@ -129,18 +131,21 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                       log_grad_norms=log_grad_norms)
     if params:
         load_params(trainer.scope, params, trainer.program, strict_params)
-    if feed is not None:
-        source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
+    fixed = read_npz(feed, "feed") if feed is not None else None
+    if data is None:
+        source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.load(data, "data", trainer.program)
+        source = Dataset.load(data, "data", trainer.program, fixed=fixed)
+        if eval_data is not None and fixed:
+            eval_data = Dataset.load(eval_data, "eval data", trainer.program, fixed=fixed)
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would
-        require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
+        require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays, params,
                        program)
         if lr_schedule is None:
             _warn_of_a_zero_rate(trainer)
-    log = log_every or (1 if feed is not None else 10)
+    log = log_every or (1 if data is None else 10)
     reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log, bar=not log_grad_norms)
     try:
         history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,

@@ -19,37 +19,47 @@ from .labels import check_indices
 
 
 class Dataset:
-    """Examples as arrays named after feed vars, sharing their first dimension."""
+    """Examples as arrays named after feed vars, sharing their first dimension; and ``fixed`` arrays, fed whole with
+    every batch (a detector's prior boxes or anchors: an input that is the same at every step)."""
 
-    def __init__(self, arrays: Mapping[str, np.ndarray], source: str = "data"):
+    def __init__(self, arrays: Mapping[str, np.ndarray], source: str = "data",
+                 fixed: Mapping[str, np.ndarray] | None = None):
         if not arrays:
             raise GradcError(f"{source}: no arrays")
-        self.arrays = {name: value if isinstance(value, np.ndarray) else np.asarray(value)
-                       for name, value in arrays.items()}
-        sizes = {name: (value.shape[0] if value.ndim else None) for name, value in self.arrays.items()}
+        fixed = {name: np.asarray(value) for name, value in (fixed or {}).items()}
+        both = sorted(set(arrays) & set(fixed))
+        if both:
+            raise GradcError(f"{source}: {', '.join(both)} is both an array of examples and a fixed array (--feed)")
+        examples = {name: value if isinstance(value, np.ndarray) else np.asarray(value)
+                    for name, value in arrays.items()}
+        sizes = {name: (value.shape[0] if value.ndim else None) for name, value in examples.items()}
         if len(set(sizes.values())) != 1 or None in sizes.values():
-            listed = ", ".join(f"{name} {list(value.shape)}" for name, value in self.arrays.items())
-            raise GradcError(f"{source}: the arrays must share their first dimension (the examples): {listed}")
+            listed = ", ".join(f"{name} {list(value.shape)}" for name, value in examples.items())
+            raise GradcError(f"{source}: the arrays must share their first dimension (the examples): {listed}; an "
+                             f"input that is the same at every step (prior boxes, anchors) goes in a second .npz "
+                             f"given with --feed (fixed= of gradc.Dataset in Python)")
         self.size = next(iter(sizes.values()))
         if self.size == 0:
             raise GradcError(f"{source}: holds no examples")
+        self.arrays = {**examples, **fixed}   # every array the program is fed, by name
+        self.fixed = fixed
         self.source = source
         self.item = "array"   # what the error of a bad value calls one of them (a .csv's are columns)
 
     @classmethod
     def load(cls, path: str | Path, what: str = "data", program: Program | None = None,
-             others: bool = False) -> Dataset:
+             others: bool = False, fixed: Mapping[str, np.ndarray] | None = None) -> Dataset:
         """An .npz of named arrays, a directory of NAME.npy files (memory-mapped), or a .csv read against
-        ``program`` (gradc.training.csvdata; ``others``: keep columns no var of it is named after)."""
+        ``program`` (gradc.training.csvdata; ``others``: keep columns no var of it is named after); with ``fixed``."""
         if str(path).endswith(".csv"):
             if program is None:
                 raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
                                  f"named after the program's inputs)")
             from .csvdata import read_csv
-            dataset = cls(read_csv(path, program, what, others), f"{what} '{path}'")
+            dataset = cls(read_csv(path, program, what, others), f"{what} '{path}'", fixed)
             dataset.item = "column"
             return dataset
-        return cls(read_arrays(path, what), f"{what} '{path}'")
+        return cls(read_arrays(path, what), f"{what} '{path}'", fixed)
 
     def batch_count(self, batch_size: int, drop_last: bool) -> int:
         full, rest = divmod(self.size, batch_size)
@@ -65,7 +75,8 @@ class Dataset:
         order = self.order(epoch, shuffle, seed)
         for index in range(start, self.batch_count(batch_size, drop_last)):
             rows = order[index * batch_size:(index + 1) * batch_size]
-            yield {name: _rows(value, rows, shuffle) for name, value in self.arrays.items()}
+            yield {name: value if name in self.fixed else _rows(value, rows, shuffle)
+                   for name, value in self.arrays.items()}
 
 
 class OneBatch:

@@ -1,0 +1,88 @@
+"""An object-detection engineer's week (docs/tools.md): a small single-stage detector built by Paddle 3.3.1
+(tools/paddle_user_week15.py), its losses from Paddle's detection ops and plain ops, its post-processing (yolo_box,
+multiclass_nms3, roi_align) in the same program; each fault found, as the behaviour it has now."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+
+WEEK = DATA / "user_week15"
+META = json.loads((WEEK / "meta.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """detector.pb compiled with gradc's Momentum(0.01, 0.9), trained over data.npz in batches of 2 from Paddle's
+    startup program, the prior boxes fed with every batch (--feed beside --data); its step lines and parameters."""
+    out = tmp_path_factory.mktemp("week15")
+    compiled = gradc_cli("compile", WEEK / "detector.pb", "-o", out / "train.pb", "--loss", META["loss"],
+                         "--optimizer", "momentum", "--lr", "0.01", "--momentum", "0.9")
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", out / "train.pb", "--startup", WEEK / "startup.pb", "--startup", out / "train.startup.pb",
+                    "--data", WEEK / "data.npz", "--feed", WEEK / "prior.npz", "--batch-size", 2,
+                    "--save-params", out / "trained.npz", "--json", "--log-every", 1)
+    assert run.returncode == 0, run.stderr
+    return out, [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def test_a_fixed_input_beside_the_data_trains_to_paddles_losses(trained):
+    """Before, the prior boxes (the same [32, 4] at every step) could go neither in --data (its arrays share their
+    first dimension, the examples) nor in --feed beside it ("give --data (a data set) or --feed (one batch)"): a
+    detector fed its priors or anchors could only be trained one batch at a time. Now --feed's arrays are fed whole
+    with every batch, and the 4 steps give the losses of Paddle's own Momentum minimize."""
+    _, lines = trained
+    losses = [line["values"][META["loss"]] for line in lines if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META["losses"], rtol=1e-6)
+
+
+def test_the_data_error_names_the_fixed_input_cure(trained, tmp_path):
+    arrays = dict(np.load(WEEK / "data.npz"))
+    np.savez(tmp_path / "with_prior.npz", **arrays, prior=np.load(WEEK / "prior.npz")["prior"])
+    run = gradc_cli("train", trained[0] / "train.pb", "--data", tmp_path / "with_prior.npz")
+    assert run.returncode == 1
+    assert "prior [32, 4]; an input that is the same at every step" in run.stderr
+    assert "--feed" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_fixed_arrays_in_python_and_the_eval_set(tmp_path):
+    """gradc.Dataset(examples, fixed=...) in Python; its batches hold the fixed array whole, and the evaluation
+    after the epoch (the forward part, test mode) is fed it too."""
+    assert gradc_cli("compile", WEEK / "detector.pb", "-o", tmp_path / "train.pb", "--loss", META["loss"],
+                     "--optimizer", "momentum", "--lr", "0.01", "--momentum", "0.9").returncode == 0
+    prior = np.load(WEEK / "prior.npz")["prior"]
+    data = gradc.Dataset(dict(np.load(WEEK / "data.npz")), fixed={"prior": prior})
+    assert all(batch["prior"] is data.fixed["prior"] for batch in data.batches(0, 3))
+    assert [len(batch["img"]) for batch in data.batches(0, 3)] == [3, 3, 2]
+    trainer = gradc.Trainer(tmp_path / "train.pb", [WEEK / "startup.pb", tmp_path / "train.startup.pb"])
+    history = trainer.fit(data, batch_size=2, eval_data=data)
+    np.testing.assert_allclose([step[0] for step in history.steps], META["losses"], rtol=1e-6)
+    with pytest.raises(gradc.GradcError, match="prior is both an array of examples and a fixed array"):
+        gradc.Dataset({"prior": prior}, fixed={"prior": prior})
+
+
+def test_the_export_with_its_post_processing_gives_paddles_predictor_outputs(trained):
+    """The model trained in gradc, exported with yolo_box, multiclass_nms3 (3, 5 and 6 boxes of the 3 images) and
+    roi_align of the kept boxes inside, gives what Paddle's Predictor gives for the model Paddle trained; with a
+    score threshold no box passes, every image has 0 detections and roi_align 0 rows."""
+    out, _ = trained
+    exported = gradc_cli("export", out / "train.pb", "--params", out / "trained.npz", "--input", "img",
+                         "--input", "im_size", *[arg for name in META["outputs"] for arg in ("--fetch", name)],
+                         "-o", out / "detector")
+    assert exported.returncode == 0, exported.stderr
+    model = gradc.load(out / "detector.pdmodel")
+    feed = dict(np.load(WEEK / "infer_feed.npz"))
+    for expected, threshold in (("predictor", 0.3), ("predictor_empty", 0.999)):
+        next(op for op in model.global_block.ops if op.type == "multiclass_nms3").set_attr("score_threshold",
+                                                                                           threshold)
+        scope = gradc.Scope()
+        gradc.load_params(scope, out / "detector.pdiparams", model)
+        got = gradc.Executor().run(model, feed=feed, fetch_list=META["outputs"], scope=scope)
+        paddle = np.load(WEEK / f"{expected}.npz")
+        for name, value in zip(META["outputs"], got):
+            assert value.shape == paddle[name].shape, name
+            np.testing.assert_allclose(value, paddle[name], rtol=1e-5, atol=2e-5, err_msg=name)
