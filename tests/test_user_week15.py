@@ -86,3 +86,19 @@ def test_the_export_with_its_post_processing_gives_paddles_predictor_outputs(tra
         for name, value in zip(META["outputs"], got):
             assert value.shape == paddle[name].shape, name
             np.testing.assert_allclose(value, paddle[name], rtol=1e-5, atol=2e-5, err_msg=name)
+
+
+def test_evaluate_takes_the_fixed_input_and_both_errors_name_it(trained):
+    """gradc evaluate --feed beside --data, as train takes it (the loss, test mode, equals the Python evaluate of the
+    same data with fixed=); without it, train and evaluate say where an input the same at every step goes."""
+    out, _ = trained
+    common = ("--params", out / "trained.npz", "--data", WEEK / "data.npz")
+    run = gradc_cli("evaluate", out / "train.pb", *common, "--feed", WEEK / "prior.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    data = gradc.Dataset(dict(np.load(WEEK / "data.npz")), fixed=dict(np.load(WEEK / "prior.npz")))
+    expected = gradc.evaluate(out / "train.pb", data, out / "trained.npz")
+    assert json.loads(run.stdout)["loss"] == pytest.approx(expected["loss"], rel=1e-6)
+    missing = gradc_cli("evaluate", out / "train.pb", *common)
+    assert "no array 'prior': add one, or, the same for every example, give it with --feed FIXED.npz" in missing.stderr
+    missing = gradc_cli("train", out / "train.pb", *common, "--startup", out / "train.startup.pb")
+    assert "one the same at every step goes in --feed FIXED.npz beside --data" in missing.stderr

@@ -7,6 +7,9 @@ import json
 
 import click
 
+from ..io import load
+from ..io.arrays import read_npz
+from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
@@ -26,6 +29,8 @@ def _topk(ctx, param, value: str) -> list[int]:
 @click.argument("program", type=click.Path())
 @click.option("--data", required=True, type=click.Path(), help="The examples, in any form gradc train reads: an .npz "
               "of arrays named after feed vars, a directory of NAME.npy files, or a .csv whose header names them.")
+@click.option("--feed", type=click.Path(), help="Inputs that are the same for every batch (prior boxes, anchors): "
+              "an .npz fed whole with each batch of --data.")
 @click.option("--params", type=click.Path(), help="The trained values: .npz (gradc train --save-params), Paddle's "
               ".pdiparams (gradc export) or .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
@@ -42,10 +47,12 @@ def _topk(ctx, param, value: str) -> list[int]:
               help="Accuracy counts an example right when its label is among the K best-scored classes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, params, startups, batch_size, losses, fetches, label, topk, as_json, strict_params):
+def evaluate(program, data, feed, params, startups, batch_size, losses, fetches, label, topk, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
+    if feed is not None:
+        data = Dataset.load(data, "data", load(program), others=True, fixed=read_npz(feed, "feed"))
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params)
     if as_json:

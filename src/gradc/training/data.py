@@ -121,7 +121,7 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         for name in op.input_names():
             if name in inputs and name not in given and name not in written:
                 raise FeedError(f"{data.source}: has no array '{name}', which {op_location(0, idx, op.type)} "
-                                f"reads (the program's inputs: {', '.join(sorted(inputs))})")
+                                f"reads (the program's inputs: {', '.join(sorted(inputs))}){_fixed_hint(data)}")
         written.update(op.output_names())
     count = data.batch_count(batch_size, drop_last)
     for index in sorted({0, count - 1}):
@@ -136,6 +136,11 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
         check_indices(labels_of or program, data.arrays, data.source, data.item)
+
+
+def _fixed_hint(data) -> str:
+    """Where an input the same at every step goes, for data that has examples."""
+    return "" if isinstance(data, OneBatch) else "; one the same at every step goes in --feed FIXED.npz beside --data"
 
 
 def _fixed_batch(block, feed: dict, data, batch_size: int, evaluated: bool) -> str:
