@@ -343,7 +343,7 @@ COMPILE_TIME = {
                        {}, "X must be 4-D [N, C, H, W], got shape [2, 3, 4]"),
     "roi_align sizes": ("roi_align", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([1, 0], np.int32)},
                         {"pooled_height": 0}, "pooled_height must be >= 1, got 0"),
-    "roi_align images": ("roi_align", {"X": X4, "ROIs": zeros(1, 4)}, {}, "without RoisNum X must hold one image"),
+    "roi_align images": ("roi_align", {"X": X4, "ROIs": zeros(1, 4)}, {}, "without RoisNum or a LoD on ROIs"),
     "roi_pool boxes": ("roi_pool", {"X": X4, "ROIs": zeros(3, 5), "RoisNum": np.array([1, 2], np.int32)}, {},
                        "ROIs must be [R, 4] boxes (x1, y1, x2, y2), got shape [3, 5]"),
     "roi_pool counts": ("roi_pool", {"X": X4, "ROIs": zeros(3, 4), "RoisNum": np.array([1, 1, 1], np.int32)}, {},

@@ -115,7 +115,7 @@ def test_without_roisnum_one_image_holds_every_box_and_two_images_are_refused():
     boxes = np.array([[0.0, 0.0, 2.0, 2.0]], f32)
     out = run_op("psroi_pool", {"X": IMAGES[1:], "ROIs": boxes}, {"output_channels": 1})
     np.testing.assert_allclose(out, IMAGES[1:, :, :3, :3].mean(keepdims=True), rtol=1e-6)
-    with pytest.raises(ProgramError, match="without RoisNum X must hold one image"):
+    with pytest.raises(ProgramError, match="without RoisNum or a LoD on ROIs"):
         run_op("roi_align", {"X": IMAGES, "ROIs": boxes}, {})
 
 

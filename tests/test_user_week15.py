@@ -102,3 +102,22 @@ def test_evaluate_takes_the_fixed_input_and_both_errors_name_it(trained):
     assert "no array 'prior': add one, or, the same for every example, give it with --feed FIXED.npz" in missing.stderr
     missing = gradc_cli("train", out / "train.pb", *common, "--startup", out / "train.startup.pb")
     assert "one the same at every step goes in --feed FIXED.npz beside --data" in missing.stderr
+
+
+def test_roi_ops_take_the_images_boxes_from_the_lod_of_rois_as_legacy_programs_give_them():
+    """Before, roi_align and roi_pool without RoisNum refused a batch of two images ("gradc has no LoD to say which
+    boxes are whose"), in shape inference and in the kernels, though a legacy program (fluid's roi_align, a
+    Faster R-CNN head) gives the boxes as a LoD tensor. Now its last level's sequences are the images' boxes, as in
+    Paddle: the outputs and Paddle's backward's X@GRAD are Paddle's, and the outputs carry no LoD, as Paddle's."""
+    case = np.load(WEEK / "legacy_rois.npz")
+    align, pool, grad = (str(name) for name in case["names"])
+    rois = gradc.LoDTensor.from_lengths(case["rois"], [case["lengths"].tolist()])
+    got = gradc.Executor().run(gradc.load(WEEK / "legacy_rois.pb"), feed={"x": case["x"], "rois": rois},
+                               fetch_list=[align, pool, grad], scope=gradc.Scope(), return_lod=True)
+    assert all(isinstance(value, np.ndarray) for value in got)   # no LoD
+    for value, expected in zip(got, ("align", "pool", "x_grad")):
+        np.testing.assert_allclose(value, case[expected], rtol=1e-5, atol=1e-6, err_msg=expected)
+    with pytest.raises(gradc.GradcError, match=r"ROIs' LoD \[0, 1, 3, 4\] must give 2 box counts"):
+        gradc.Executor().run(gradc.load(WEEK / "legacy_rois.pb"),
+                             feed={"x": case["x"], "rois": gradc.LoDTensor.from_lengths(case["rois"], [[1, 2, 1]])},
+                             fetch_list=[align], scope=gradc.Scope())

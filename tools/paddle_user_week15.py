@@ -9,7 +9,9 @@ Written: detector.pb (the losses and the post-processing in one program, no back
 gradc draws Paddle's initial weights), data.npz (the 4 batches of 2 as examples), prior.npz (the prior boxes, the
 same at every step), meta.json (Paddle's losses per step of Momentum(0.01, 0.9) minimize, batches in order; the
 post-processing's outputs), infer_feed.npz, and Paddle's Predictor's outputs on it, of the model trained 4 steps and
-saved by save_inference_model (predictor.npz; predictor_empty.npz: score threshold 0.999, no detection).
+saved by save_inference_model (predictor.npz; predictor_empty.npz: score threshold 0.999, no detection);
+legacy_rois.pb / .npz: roi_align and roi_pool of boxes given by a LoD, as legacy programs give them, with Paddle's
+outputs and X@GRAD.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week15.py tests/data/paddle/user_week15
 """
@@ -155,6 +157,40 @@ def save_inference(out: Path, exe, score_threshold: float, feed: dict) -> dict:
     return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}
 
 
+def legacy_rois(out: Path) -> None:
+    """roi_align and roi_pool as a legacy program appends them (no RoisNum; the boxes a LoD tensor whose sequences
+    are the images' boxes), two images, and the gradient of sum(out^2 / 2) by Paddle's backward: legacy_rois.pb
+    (the forward and Paddle's backward) and legacy_rois.npz (the feed, the LoD, Paddle's outputs and X@GRAD)."""
+    program, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(program, startup):
+        x = paddle.static.data("x", [2, 3, 6, 6], "float32")
+        x.stop_gradient = False
+        rois = paddle.static.data("rois", [-1, 4], "float32", lod_level=1)
+        outs = []
+        for op_type in ("roi_align", "roi_pool"):
+            helper = LayerHelper(op_type)
+            pooled = helper.create_variable_for_type_inference("float32")
+            extra = {"Argmax": [helper.create_variable_for_type_inference("int64")]} if op_type == "roi_pool" else {}
+            attrs = {"pooled_height": 2, "pooled_width": 2, "spatial_scale": 0.5,
+                     **({"sampling_ratio": 2, "aligned": True} if op_type == "roi_align" else {})}
+            helper.append_op(type=op_type, inputs={"X": [x], "ROIs": [rois]}, outputs={"Out": [pooled], **extra},
+                             attrs=attrs)
+            outs.append(pooled)
+        loss = paddle.sum(outs[0] * outs[0] * 0.5) + paddle.sum(outs[1] * outs[1] * 0.5)
+        (grad,) = paddle.static.gradients([loss], [x])
+    boxes = np.array([[0, 0, 6, 6], [2, 1, 11, 9], [4, 4, 10, 12], [1, 3, 7, 5]], np.float32)
+    lengths = [1, 3]
+    tensor = paddle.base.core.LoDTensor()
+    tensor.set(boxes, paddle.CPUPlace())
+    tensor.set_recursive_sequence_lengths([lengths])
+    images = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    align, pool, x_grad = exe.run(program, feed={"x": images, "rois": tensor}, fetch_list=[*outs, grad])
+    (out / "legacy_rois.pb").write_bytes(without_callstacks(program))
+    np.savez_compressed(out / "legacy_rois.npz", x=images, rois=boxes, lengths=np.array(lengths), align=align,
+                        pool=pool, x_grad=x_grad, names=np.array([outs[0].name, outs[1].name, grad.name]))
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     batches = [batch() for _ in range(STEPS)]
@@ -184,6 +220,7 @@ def main(out: Path) -> None:
     with tempfile.TemporaryDirectory() as saved:
         for name, threshold in (("predictor", 0.3), ("predictor_empty", 0.999)):
             np.savez_compressed(out / f"{name}.npz", **save_inference(Path(saved) / name, exe, threshold, infer_feed))
+    legacy_rois(out)
     (out / "meta.json").write_text(json.dumps({"loss": net["loss"].name, "losses": losses,
                                                "outputs": [v.name for v in outputs]}, indent=1))
 

@@ -48,9 +48,9 @@ def _rois_infer(ctx) -> list[int]:
             ctx.fail(f"RoisNum must be [N] = [{x[0]}] box counts, one per image of X, got shape {counts}")
         if dtype is not None and dtype not in INTEGER_DTYPES:
             ctx.fail(f"RoisNum must hold integers, got {dtype_name(dtype)}")
-    elif x[0] > 1:
-        ctx.fail(f"without RoisNum X must hold one image (gradc has no LoD to say which boxes are whose), "
-                 f"got {x[0]}")
+    elif x[0] > 1 and not ctx.lod_level("ROIs"):
+        ctx.fail(f"without RoisNum or a LoD on ROIs (lod_level 1: its sequences are the images' boxes) X must hold "
+                 f"one image, got {x[0]}")
     for name in ("pooled_height", "pooled_width"):
         if ctx.attr(name) < 1:
             ctx.fail(f"{name} must be >= 1, got {ctx.attr(name)}")

@@ -12,23 +12,31 @@ import numpy as np
 
 from ...limits import check_allocation, check_shape
 from ...ops.roi import psroi_channels
+from ..lod import SETS_LOD
 from . import kernel
 from .roi_samples import align_runs, bin_sums, pooled_shape, spatial_scale
 
 FAR = 2.0 ** 40   # a pixel coordinate beyond any image
+SETS_LOD.update({"roi_align", "roi_pool"})   # a pooled map per box; Paddle's carry no LoD of the boxes'
 
 
 def _box_images(k, images: int, boxes: int) -> np.ndarray:
-    """The image of each box: RoisNum's counts in order, or image 0 for all without RoisNum."""
+    """The image of each box: RoisNum's counts in order, else the sequences of ROIs' LoD (its last level, as
+    Paddle's kernels read a legacy program's boxes), else image 0 for all."""
     counts = k.optional("RoisNum")
     if counts is None:
-        if images != 1:
-            raise ValueError(f"without RoisNum X must hold one image (gradc has no LoD to say which boxes are "
-                             f"whose), got {images}")
-        return np.zeros(boxes, np.int64)
-    counts = np.asarray(counts).reshape(-1)
+        lod = k.lod("ROIs")
+        if lod is None:
+            if images != 1:
+                raise ValueError(f"without RoisNum or a LoD on ROIs X must hold one image (nothing says which "
+                                 f"boxes are whose), got {images}")
+            return np.zeros(boxes, np.int64)
+        counts, given = np.diff(lod[-1]), f"ROIs' LoD {list(lod[-1])}"
+    else:
+        counts = np.asarray(counts).reshape(-1)
+        given = f"RoisNum {counts.tolist()}"
     if counts.size != images or (counts < 0).any() or counts.sum() != boxes:
-        raise ValueError(f"RoisNum {counts.tolist()} must give {images} box counts >= 0 (one per image of X) "
+        raise ValueError(f"{given} must give {images} box counts >= 0 (one per image of X) "
                          f"summing to the {boxes} boxes of ROIs")
     return np.repeat(np.arange(images), counts)
 
