@@ -121,3 +121,33 @@ def test_roi_ops_take_the_images_boxes_from_the_lod_of_rois_as_legacy_programs_g
         gradc.Executor().run(gradc.load(WEEK / "legacy_rois.pb"),
                              feed={"x": case["x"], "rois": gradc.LoDTensor.from_lengths(case["rois"], [[1, 2, 1]])},
                              fetch_list=[align], scope=gradc.Scope())
+
+
+def test_a_legacy_fpn_head_distributes_pools_and_differentiates_by_the_proposals_lod():
+    """Before, distribute_fpn_proposals without RoisNum took every proposal for one image and gave its levels no
+    LoD, so the roi_align of each level (the boxes' LoD telling their images, as a fluid FPN head gives them) had
+    nothing to say whose boxes were whose. Now the proposals' LoD gives the images, each level carries its
+    per-image LoD as Paddle's, and the restored pooled maps and both levels' gradients are Paddle's."""
+    case = np.load(WEEK / "legacy_fpn.npz")
+    pooled, p2_grad, p3_grad, *levels = (str(name) for name in case["names"])
+    feed = {"p2": case["p2"], "p3": case["p3"],
+            "rois": gradc.LoDTensor.from_lengths(case["rois"], [case["lengths"].tolist()])}
+    got = gradc.Executor().run(gradc.load(WEEK / "legacy_fpn.pb"), feed=feed, fetch_list=[pooled, p2_grad, p3_grad,
+                               *levels], scope=gradc.Scope(), return_lod=True)
+    for value, expected in zip(got, ("pooled", "p2_grad", "p3_grad")):
+        np.testing.assert_allclose(value, case[expected], rtol=1e-5, atol=1e-6, err_msg=expected)
+    assert [list(level.lod[0]) for level in got[3:]] == case["level_lods"].tolist()
+
+
+def test_multiclass_nms3_of_per_class_boxes_takes_the_images_from_their_lod():
+    """Before, multiclass_nms3 of [M, C, 4] boxes and [M, C] scores without RoisNum took the 10 boxes of two images
+    (LoD [4, 6]) for one image: 5 rows and NmsRoisNum [5] for Paddle's 10 rows and [5, 5]."""
+    case = np.load(WEEK / "legacy_nms.npz")
+    lengths = [case["lengths"].tolist()]
+    feed = {"boxes": gradc.LoDTensor.from_lengths(case["boxes"], lengths),
+            "scores": gradc.LoDTensor.from_lengths(case["scores"], lengths)}
+    got = gradc.Executor().run(gradc.load(WEEK / "legacy_nms.pb"), feed=feed,
+                               fetch_list=[str(name) for name in case["names"]], scope=gradc.Scope(), return_lod=True)
+    assert all(isinstance(value, np.ndarray) for value in got)   # Out and Index carry no LoD, as Paddle's
+    for value, expected in zip(got, ("out", "index", "counts")):
+        np.testing.assert_array_equal(value, case[expected], err_msg=expected)

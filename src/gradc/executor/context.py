@@ -123,10 +123,11 @@ class KernelContext:
         self.x(slot, i)   # the slot and its value exist
         return lod_of(self.scope, self.ins[slot][i])
 
-    def set_lod(self, slot: str, lod: LoD | None) -> None:
-        """Give the vars of an output slot this LoD (None: none); kernels of op types in lod.SETS_LOD do."""
-        for name in self.out_names(slot):
-            if name != EMPTY_VAR:
+    def set_lod(self, slot: str, lod: LoD | None, i: int | None = None) -> None:
+        """Give the vars of an output slot (or its i-th var) this LoD (None: none); kernels of op types in
+        lod.SETS_LOD do."""
+        for position, name in enumerate(self.out_names(slot)):
+            if name != EMPTY_VAR and i in (None, position):
                 set_lod(self.scope, name, lod, self.run_scope)
 
     @property

@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.detection_nms import POLYGON_SIZES
+from ..lod import SETS_LOD
 from . import kernel
 from .detection import attr32, exp
 from .detection_poly import polygon_ious
 from .detection_sort import partial_sort
+from .detection_v1_boxes import image_spans
 
 ROW_BLOCK = 1 << 22   # IoUs matrix_nms holds at once
 
@@ -194,10 +196,23 @@ def image_rows(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes: bool) 
     return [[label, scores[label, i], *boxes[i]] for label, i in pairs], [i for _, i in pairs]
 
 
+def _counted(rois_num: np.ndarray, boxes: int) -> list[tuple[int, int]]:
+    """[start, end) rows of each image as RoisNum counts them."""
+    counts = [int(c) for c in rois_num.reshape(-1)]
+    if sum(counts) != boxes or min(counts, default=0) < 0:
+        raise ValueError(f"RoisNum {counts} does not count BBoxes' {boxes} boxes")
+    starts = np.cumsum([0, *counts]).tolist()
+    return list(zip(starts[:-1], starts[1:]))
+
+
+SETS_LOD.add("multiclass_nms3")   # NmsRoisNum counts the rows; Paddle's Out and Index carry no LoD
+
+
 @kernel("multiclass_nms3")
 def multiclass_nms3(k):
     """Greedy NMS per image and class. BBoxes [N, M, 4] with Scores [N, C, M], or BBoxes [M, C, 4] with
-    Scores [M, C] (boxes per class) whose images RoisNum counts (all one image without it); with 3-D Scores, BBoxes
+    Scores [M, C] (boxes per class) whose images RoisNum counts (without it BBoxes' LoD, as a legacy program gives
+    them; all one image without either); with 3-D Scores, BBoxes
     may be convex polygons [N, M, 8 to 32] (gradc.executor.kernels.detection_poly). Out rows
     [class, score, x1, y1, x2, y2 (or the polygon's coordinates)] by class; Index the box (3-D: image * M + box;
     2-D: box * C + class);
@@ -209,11 +224,8 @@ def multiclass_nms3(k):
     if scores.ndim == 3:
         images = [(boxes[i], scores[i], i * scores.shape[2]) for i in range(scores.shape[0])]
     else:
-        counts = [boxes.shape[0]] if rois_num is None else [int(c) for c in rois_num.reshape(-1)]
-        if sum(counts) != boxes.shape[0] or min(counts, default=0) < 0:
-            raise ValueError(f"RoisNum {counts} does not count BBoxes' {boxes.shape[0]} boxes")
-        starts = np.cumsum([0, *counts])
-        images = [(boxes[s:e], scores[s:e], s * scores.shape[1]) for s, e in zip(starts[:-1], starts[1:])]
+        spans = image_spans(k, "BBoxes", boxes.shape[0]) if rois_num is None else _counted(rois_num, boxes.shape[0])
+        images = [(boxes[s:e], scores[s:e], s * scores.shape[1]) for s, e in spans]
     rows, indices, counts = [], [], []
     for image_boxes, image_scores, offset in images:
         kept_rows, kept_boxes = image_rows(k, image_boxes, image_scores, scores.ndim == 2)

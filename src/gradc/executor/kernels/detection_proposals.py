@@ -7,12 +7,15 @@ import math
 
 import numpy as np
 
+from ..lod import SETS_LOD
 from . import kernel
 from .detection import attr32, c_math, exp
 from .detection_nms import box_areas, greedy_keep
 from .detection_sort import by_score, full_sort, nth_element
+from .detection_v1_boxes import image_spans, offsets_of
 
 BBOX_CLIP = math.log(1000.0 / 16.0)   # Paddle's bound on a log-size delta
+SETS_LOD.add("distribute_fpn_proposals")   # each level's RoIs by image; RestoreIndex has none
 
 
 def decode_deltas(anchors: np.ndarray, deltas: np.ndarray, variances: np.ndarray, pixel) -> np.ndarray:
@@ -103,15 +106,19 @@ def generate_proposals_v2(k):
 def distribute_fpn_proposals(k):
     """Each RoI goes to level floor(refer_level + log2(sqrt(area) / refer_scale + 1e-6)) clamped to
     [min_level, max_level]; MultiFpnRois keeps the RoIs' order within a level, RestoreIndex[i] is RoI i's row in
-    the levels' concatenation, and MultiLevelRoIsNum counts each level's RoIs per image (RoisNum's images; all
-    one image without it)."""
+    the levels' concatenation, and MultiLevelRoIsNum counts each level's RoIs per image (RoisNum's images; without
+    it FpnRois' LoD, as a legacy program gives them; else all one image), which each level's LoD holds too, as
+    Paddle's."""
     rois, rois_num = k.x("FpnRois"), k.optional("RoisNum")
     dtype, low, high = rois.dtype, k.attr("min_level"), k.attr("max_level")
     if rois.ndim != 2 or rois.shape[1] != 4:
         raise ValueError(f"FpnRois must be [R, 4], got {list(rois.shape)}")
-    counts = [len(rois)] if rois_num is None else [int(c) for c in rois_num.reshape(-1)]
-    if sum(counts) != len(rois) or min(counts, default=0) < 0:
-        raise ValueError(f"RoisNum {counts} does not count FpnRois' {len(rois)} RoIs")
+    if rois_num is None:
+        counts = [end - start for start, end in image_spans(k, "FpnRois", len(rois))]
+    else:
+        counts = [int(c) for c in rois_num.reshape(-1)]
+        if sum(counts) != len(rois) or min(counts, default=0) < 0:
+            raise ValueError(f"RoisNum {counts} does not count FpnRois' {len(rois)} RoIs")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # a box of no size, or not finite
         scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
         level = np.floor(c_math(np.log2, scale / dtype.type(k.attr("refer_scale")) + dtype.type(1e-6))
@@ -123,6 +130,8 @@ def distribute_fpn_proposals(k):
     restore = np.empty(len(rois), np.int32)
     restore[shuffled] = np.arange(len(rois), dtype=np.int32)
     levels = range(low, high + 1)
+    per_image = [np.bincount(image[level == lvl], minlength=len(counts)).astype(np.int32) for lvl in levels]
+    for i, level_counts in enumerate(per_image):
+        k.set_lod("MultiFpnRois", offsets_of(level_counts), i)
     return {"MultiFpnRois": [rois[level == lvl] for lvl in levels], "RestoreIndex": restore.reshape(-1, 1),
-            "MultiLevelRoIsNum": [np.bincount(image[level == lvl], minlength=len(counts)).astype(np.int32)
-                                  for lvl in levels]}
+            "MultiLevelRoIsNum": per_image}

@@ -25,6 +25,11 @@ def image_spans(k, slot: str, rows: int, i: int = 0) -> list[tuple[int, int]]:
     return list(zip(offsets[:-1], offsets[1:]))
 
 
+def offsets_of(counts) -> tuple[tuple[int, ...]]:
+    """A one-level LoD of these row counts."""
+    return (tuple(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).tolist()),)
+
+
 def c_round(x: np.ndarray) -> np.ndarray:
     """C's round: halves away from zero (numpy rounds them to even)."""
     magnitude = np.abs(x)

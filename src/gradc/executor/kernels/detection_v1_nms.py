@@ -10,14 +10,9 @@ from ..lod import SETS_LOD
 from . import kernel
 from .detection_nms import image_rows
 from .detection_proposals import rpn_proposals
-from .detection_v1_boxes import image_spans
+from .detection_v1_boxes import image_spans, offsets_of
 
 SETS_LOD.update({"multiclass_nms", "multiclass_nms2", "generate_proposals", "collect_fpn_proposals"})
-
-
-def offsets_of(counts) -> tuple[tuple[int, ...]]:
-    """A one-level LoD of these row counts."""
-    return (tuple(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).tolist()),)
 
 
 def _multiclass(k) -> tuple[list, list[int], list[int]]:
