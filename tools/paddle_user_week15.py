@@ -11,7 +11,7 @@ same at every step), meta.json (Paddle's losses per step of Momentum(0.01, 0.9) 
 post-processing's outputs), infer_feed.npz, and Paddle's Predictor's outputs on it, of the model trained 4 steps and
 saved by save_inference_model (predictor.npz; predictor_empty.npz: score threshold 0.999, no detection);
 legacy_rois.pb / .npz: roi_align and roi_pool of boxes given by a LoD, as legacy programs give them, with Paddle's
-outputs and X@GRAD; legacy_fpn and legacy_nms (legacy_fpn's docstring).
+outputs and X@GRAD; legacy_fpn and legacy_nms (legacy_fpn's docstring); small_box.npz (small_aligned_box's).
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week15.py tests/data/paddle/user_week15
 """
@@ -262,6 +262,23 @@ def legacy_fpn(out: Path) -> None:
                         out=values[0], index=values[1], counts=values[2], names=np.array(names))
 
 
+def small_aligned_box(out: Path) -> None:
+    """Paddle's roi_align (aligned, sampling_ratio 2) of a box less than a pixel wide at its scale, and Paddle's
+    X@GRAD of sum(out^2 / 2): its grad kernel widens such a box to a pixel, its forward does not (small_box.npz)."""
+    program = paddle.static.Program()
+    with paddle.static.program_guard(program, paddle.static.Program()):
+        x = paddle.static.data("x", [1, 2, 8, 8], "float32")
+        x.stop_gradient = False
+        boxes = paddle.static.data("boxes", [1, 4], "float32")
+        pooled = paddle.vision.ops.roi_align(x, boxes, paddle.full([1], 1, "int32"), output_size=2,
+                                             spatial_scale=0.25, sampling_ratio=2, aligned=True)
+        (grad,) = paddle.static.gradients([paddle.sum(pooled * pooled * 0.5)], [x])
+    feed = {"x": RNG.standard_normal((1, 2, 8, 8)).astype(np.float32),
+            "boxes": np.array([[26.326262, 10.954319, 30.0, 24.0]], np.float32)}
+    value, x_grad = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=[pooled, grad])
+    np.savez_compressed(out / "small_box.npz", **feed, out=value, x_grad=x_grad)
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     batches = [batch() for _ in range(STEPS)]
@@ -293,6 +310,7 @@ def main(out: Path) -> None:
             np.savez_compressed(out / f"{name}.npz", **save_inference(Path(saved) / name, exe, threshold, infer_feed))
     legacy_rois(out)
     legacy_fpn(out)
+    small_aligned_box(out)
     (out / "meta.json").write_text(json.dumps({"loss": net["loss"].name, "losses": losses,
                                                "outputs": [v.name for v in outputs]}, indent=1))
 
