@@ -68,7 +68,7 @@ def test_fixed_arrays_in_python_and_the_eval_set(tmp_path):
 
 
 def test_the_export_with_its_post_processing_gives_paddles_predictor_outputs(trained):
-    """The model trained in gradc, exported with yolo_box, multiclass_nms3 (3, 5 and 6 boxes of the 3 images) and
+    """The model trained in gradc, exported with yolo_box, multiclass_nms3 (5, 3 and 6 boxes of the 3 images) and
     roi_align of the kept boxes inside, gives what Paddle's Predictor gives for the model Paddle trained; with a
     score threshold no box passes, every image has 0 detections and roi_align 0 rows."""
     out, _ = trained
