@@ -177,3 +177,56 @@ def test_roi_align_grad_of_an_aligned_box_under_a_pixel_is_its_forwards_where_pa
                                        fetch_list=[pooled, "x@GRAD"], scope=gradc.Scope())
     np.testing.assert_allclose(out, case["out"], rtol=1e-6, atol=1e-6)
     assert np.abs(x_grad / 2 - case["x_grad"]).max() > 0.01   # Paddle's loss is half of this one: 0.017 off
+
+
+def _legacy_roi_net():
+    """A conv, roi_align of boxes given as a LoD tensor (lod_level 1, no RoisNum), the mean square: a legacy
+    two-stage head's shape, and SGD (0.1) on it."""
+    net = ProgramBuilder(seed=1)
+    x, rois = net.data("x", [-1, 3, 6, 6]), net.data("rois", [-1, 4], lod_level=1)
+    (feature,) = net.op("conv2d", {"Input": [x], "Filter": [net.parameter("conv.w", [4, 3, 3, 3])]},
+                        attrs={"paddings": [1, 1], "strides": [1, 1]})
+    (pooled,) = net.op("roi_align", {"X": [feature], "ROIs": [rois]},
+                       attrs={"pooled_height": 2, "pooled_width": 2, "spatial_scale": 1.0, "sampling_ratio": 2})
+    (loss,) = net.op("reduce_mean", {"X": net.op("elementwise_mul", {"X": [pooled], "Y": [pooled]})},
+                     attrs={"reduce_all": True})
+    return net, loss
+
+
+def test_a_data_set_of_box_sequences_trains_batch_by_batch(tmp_path):
+    """Before, a data set whose boxes are sequences (rows with NAME@LOD0 offsets beside them, as gradc run --feed
+    takes one batch, and as legacy detectors feed ground truth) was refused ("the arrays must share their first
+    dimension": rois [7, 4], rois@LOD0 [5]). Now an example is a sequence of rows: each batch feeds its examples'
+    sequences as a LoDTensor (an image without boxes an empty one), in order or shuffled, and trains to the losses
+    of running the same batches by hand."""
+    net, loss = _legacy_roi_net()
+    gradc.save(net.program, tmp_path / "forward.pb")
+    gradc.save(net.startup, tmp_path / "startup.pb")
+    assert gradc_cli("compile", tmp_path / "forward.pb", "-o", tmp_path / "train.pb", "--loss", loss,
+                     "--optimizer", "sgd", "--lr", "0.1").returncode == 0
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((4, 3, 6, 6)).astype(np.float32)
+    boxes = np.concatenate([rng.uniform(0, 2, (7, 2)), rng.uniform(3, 5, (7, 2))], 1).astype(np.float32)
+    offsets = np.array([0, 1, 3, 3, 7])   # image 2 has no box
+    startups = [tmp_path / "startup.pb", tmp_path / "train.startup.pb"]
+    for shuffle in (False, True):
+        trainer = gradc.Trainer(tmp_path / "train.pb", startups, seed=3)
+        data = gradc.Dataset({"x": images, "rois": boxes, "rois@LOD0": offsets})
+        history = trainer.fit(data, batch_size=2, epochs=2, shuffle=shuffle)
+        by_hand = gradc.Trainer(tmp_path / "train.pb", startups, seed=3)
+        expected = []
+        for epoch in range(2):
+            for rows in np.array_split(data.order(epoch, shuffle, 3), 2):
+                lengths = [int(offsets[i + 1] - offsets[i]) for i in rows]
+                rois = gradc.LoDTensor.from_lengths(np.concatenate([boxes[offsets[i]:offsets[i + 1]] for i in rows]),
+                                                    [lengths])
+                expected.append(float(by_hand.executor.run(by_hand.program, feed={"x": images[rows], "rois": rois},
+                                                           fetch_list=[loss], scope=by_hand.scope)[0]))
+        np.testing.assert_allclose([step[0] for step in history.steps], expected, rtol=1e-6)
+    np.savez(tmp_path / "fewer.npz", x=images, rois=boxes[:3], **{"rois@LOD0": offsets[:-1]})
+    np.savez(tmp_path / "short.npz", x=images, rois=boxes, **{"rois@LOD0": offsets[:-1]})
+    starting = [arg for path in startups for arg in ("--startup", path)]
+    run = gradc_cli("train", tmp_path / "train.pb", *starting, "--data", tmp_path / "fewer.npz")
+    assert "x [4, 3, 6, 6], rois [3, 4] (3 sequences)" in run.stderr
+    run = gradc_cli("train", tmp_path / "train.pb", *starting, "--data", tmp_path / "short.npz")
+    assert "'rois@LOD0': level 0 of LoD [[0, 1, 3, 3]] ends at 3, not at dim 0 (7)" in run.stderr

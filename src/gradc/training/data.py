@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import FeedError, GradcError, op_location
 from ..executor.feeding import feed_values, program_inputs
+from ..executor.lod import LOD_SUFFIX, LoDTensor, checked_lod, with_lods
 from ..executor.scope import Scope
 from ..io.arrays import read_arrays
 from ..ir import Program
@@ -19,8 +20,10 @@ from .labels import check_indices
 
 
 class Dataset:
-    """Examples as arrays named after feed vars, sharing their first dimension; and ``fixed`` arrays, fed whole with
-    every batch (a detector's prior boxes or anchors: an input that is the same at every step)."""
+    """Examples as arrays named after feed vars, sharing their first dimension, or as sequences of rows (an array
+    with its LoD offsets as ``NAME@LOD0``: a legacy detector's ground-truth boxes, an example's sentence), fed as a
+    LoDTensor of the batch's sequences; and ``fixed`` arrays, fed whole with every batch (a detector's prior boxes or
+    anchors: an input that is the same at every step)."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], source: str = "data",
                  fixed: Mapping[str, np.ndarray] | None = None):
@@ -30,11 +33,20 @@ class Dataset:
         both = sorted(set(arrays) & set(fixed))
         if both:
             raise GradcError(f"{source}: {', '.join(both)} is both an array of examples and a fixed array (--feed)")
-        examples = {name: value if isinstance(value, np.ndarray) else np.asarray(value)
-                    for name, value in arrays.items()}
-        sizes = {name: (value.shape[0] if value.ndim else None) for name, value in examples.items()}
+        examples, self.sequences = {}, {}   # a LoD array (NAME@LOD0 beside it): an example is a sequence of rows
+        for name, value in with_lods(arrays).items():
+            if isinstance(value, LoDTensor):
+                if len(value.lod) != 1:
+                    raise GradcError(f"{source}: '{name}' has {len(value.lod)} LoD levels; data sets take one")
+                checked_lod(value.lod, len(value.array), f"{source}: '{name}{LOD_SUFFIX}0'")
+                self.sequences[name] = np.asarray(value.lod[0])
+                value = value.array
+            examples[name] = value if isinstance(value, np.ndarray) else np.asarray(value)
+        sizes = {name: (len(self.sequences[name]) - 1 if name in self.sequences else value.shape[0] if value.ndim
+                        else None) for name, value in examples.items()}
         if len(set(sizes.values())) != 1 or None in sizes.values():
-            listed = ", ".join(f"{name} {list(value.shape)}" for name, value in examples.items())
+            listed = ", ".join(f"{name} {list(value.shape)}" + (f" ({sizes[name]} sequences)" if name in self.sequences
+                                                                else "") for name, value in examples.items())
             raise GradcError(f"{source}: the arrays must share their first dimension (the examples): {listed}; an "
                              f"input that is the same at every step (prior boxes, anchors) goes in a second .npz "
                              f"given with --feed (fixed= of gradc.Dataset in Python)")
@@ -75,8 +87,9 @@ class Dataset:
         order = self.order(epoch, shuffle, seed)
         for index in range(start, self.batch_count(batch_size, drop_last)):
             rows = order[index * batch_size:(index + 1) * batch_size]
-            yield {name: value if name in self.fixed else _rows(value, rows, shuffle)
-                   for name, value in self.arrays.items()}
+            yield {name: value if name in self.fixed else
+                   _sequences(value, self.sequences[name], rows) if name in self.sequences else
+                   _rows(value, rows, shuffle) for name, value in self.arrays.items()}
 
 
 class OneBatch:
@@ -165,6 +178,13 @@ def _fixed_batch(block, feed: dict, data, batch_size: int, evaluated: bool) -> s
             return f"{takes}: --batch-size {fixed}, with a number of examples that is a multiple of {fixed})"
         return f"{takes}: --batch-size {fixed} and --drop-last; batch_size=, drop_last= in Python)"
     return ""
+
+
+def _sequences(value: np.ndarray, offsets: np.ndarray, examples: np.ndarray) -> LoDTensor:
+    """The sequences of a batch's examples, their rows in a LoDTensor (an example of no rows: an empty sequence)."""
+    pieces = [np.asarray(value[offsets[i]:offsets[i + 1]]) for i in examples]
+    rows = np.concatenate(pieces) if pieces else np.asarray(value[:0])
+    return LoDTensor.from_lengths(rows, [[len(piece) for piece in pieces]])
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

@@ -180,8 +180,10 @@ def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
         return OneBatch(arrays, data.source)
     if not arrays:
         raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(_arrays(data))})")
-    kept = Dataset({name: value for name, value in arrays.items() if name not in data.fixed}, data.source,
-                   {name: value for name, value in arrays.items() if name in data.fixed})
+    examples = {name: value for name, value in arrays.items() if name not in data.fixed}
+    lods = {f"{name}@LOD0": data.sequences[name] for name in examples if name in data.sequences}
+    kept = Dataset({**examples, **lods}, data.source, {name: value for name, value in arrays.items()
+                                                       if name in data.fixed})
     kept.item = data.item
     return kept
 
