@@ -190,6 +190,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     error."""
     from ..backward import default_loss
     from ..backward.ungraded import warn_ungraded
+    from ..cut_paths import gradientless_ops
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import is_training_op, updates_parameters
@@ -224,7 +225,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
-        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
+        cut = gradientless_ops(prog.global_block, bad, losses)
+        why = (f"; the loss depends on them through ops without a gradient (Paddle defines none), a part central "
+               f"differences count and the compiled gradient does not: {', '.join(cut)}" if cut else "")
+        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{why}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences ({differentiated})")
 

@@ -144,8 +144,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     for name in sorted(needed - written - feeds):
         var = block.find_var(name)
         if var is not None and not var.persistable:
-            feed_it = (f"the data has no array '{name}': add one, or, the same for every example, give it with "
-                       f"--feed FIXED.npz" if from_data else
+            feed_it = (f"the data has no array '{name}': add one" if from_data else
                        f"feed it: --input {name} on the command line, feeds= in Python")
             raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
                              f"({feed_it}; or fetch something that does not depend on it)")

@@ -1,0 +1,39 @@
+"""Ops without a gradient between a var and the loss: where a numeric gradient (which counts every path) and the
+compiled one (which stops there, as Paddle's does) part, such as a detector's loss on `box_coder`-decoded boxes."""
+
+from __future__ import annotations
+
+from . import registry
+from .ir import DIFFERENTIABLE_DTYPES, Block
+from .pairing import FORWARD, op_kinds
+
+# ops without a gradient whose float inputs give only a shape: no value of the loss passes through them
+SHAPE_READERS = frozenset({"fill_any_like", "fill_zeros_like", "fill_constant_batch_size_like",
+                           "uniform_random_batch_size_like", "shape", "size", "is_empty", "prior_box",
+                           "anchor_generator"})
+
+
+def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[str]:
+    """'TYPE (block 0, op I)' for each forward op with no gradient that reads a float value computed from one of
+    ``names`` and writes one the losses are computed from."""
+    forward = [(index, op) for (index, op), kind in zip(enumerate(block.ops), op_kinds(block)) if kind == FORWARD]
+    feeds_loss = set(losses)
+    for _, op in reversed(forward):
+        if feeds_loss & set(op.output_names()):
+            feeds_loss |= set(op.input_names())
+    depends, found = set(names), []
+    for index, op in forward:
+        read = {name for name in op.input_names() if name in depends and _is_float(block, name)}
+        if not read:
+            continue
+        depends |= set(op.output_names())
+        opdef = registry.get(op.type)
+        if (opdef is not None and opdef.grad is registry.NO_GRAD and op.type not in SHAPE_READERS
+                and feeds_loss & set(op.output_names())):
+            found.append(f"{op.type} (block 0, op {index})")
+    return found
+
+
+def _is_float(block: Block, name: str) -> bool:
+    var = block.find_var(name)
+    return var is not None and var.dtype in DIFFERENTIABLE_DTYPES
