@@ -92,10 +92,8 @@ def test_compile_optimizer_leaves_a_parameter_the_loss_does_not_reach_alone(tmp_
     assert updated == {param: f"{param}@GRAD@2" for param in META["poisson"]["params"] if param != "linear_2.b_0"}
 
 
-def test_export_keeps_the_backward_ops_a_fetched_derivative_needs(tmp_path):
-    """Before, exporting u with du/dx and d2u/dx2 (a PINN's fields) was refused: 'the fetches need x@GRAD, which is
-    neither fed nor computed from the feeds' (the backward ops were dropped first), where Paddle's
-    save_inference_model keeps them; and a PIR export of such a model fetched every parameter's gradient too."""
+def _burgers_net_and_derivatives():
+    """Paddle's Burgers net with u_x, u_t and u_xx appended by gradients() (its inputs made differentiable)."""
     program = gradc.load(WEEK / "burgers" / "net.pb")
     for name in ("x", "t", "concat_0.tmp_0"):
         program.global_block.var(name).stop_gradient = False
@@ -103,6 +101,14 @@ def test_export_keeps_the_backward_ops_a_fetched_derivative_needs(tmp_path):
     with pytest.warns(gradc.GradcWarning, match="one value per example"):
         u_x, u_t = gradc.gradients(program, u, ["x", "t"])
         u_xx, = gradc.gradients(program, u_x, ["x"])
+    return program, u, u_x, u_t, u_xx
+
+
+def test_export_keeps_the_backward_ops_a_fetched_derivative_needs(tmp_path):
+    """Before, exporting u with du/dx and d2u/dx2 (a PINN's fields) was refused: 'the fetches need x@GRAD, which is
+    neither fed nor computed from the feeds' (the backward ops were dropped first), where Paddle's
+    save_inference_model keeps them; and a PIR export of such a model fetched every parameter's gradient too."""
+    program, u, u_x, u_t, u_xx = _burgers_net_and_derivatives()
     params, grid = dict(np.load(WEEK / "burgers" / "params.npz")), {k: v[:8] for k, v in _feed("burgers").items()
                                                                         if k in ("x", "t")}
     scope = gradc.Scope()
@@ -162,13 +168,7 @@ def test_a_net_normalising_its_coordinates_differentiates_and_trains(tmp_path):
 def _burgers_the_gradc_way():
     """Paddle's net alone; u_x, u_t, u_xx by gradients(); the residual and the weighted losses appended by a
     ProgramBuilder on the loaded program, over one batch: collocation (64), boundary (16) and initial (16) points."""
-    program = gradc.load(WEEK / "burgers" / "net.pb")
-    for name in ("x", "t", "concat_0.tmp_0"):
-        program.global_block.var(name).stop_gradient = False
-    u = META["burgers"]["net_out"]
-    with pytest.warns(gradc.GradcWarning, match="one value per example"):
-        u_x, u_t = gradc.gradients(program, u, ["x", "t"])
-        u_xx, = gradc.gradients(program, u_x, ["x"])
+    program, u, u_x, u_t, u_xx = _burgers_net_and_derivatives()
     net = gradc.ProgramBuilder(program=program)
 
     def op(type, inputs, attrs=None):

@@ -95,14 +95,21 @@ def _onto_dout(f, g, term, axis):
     return f.add(f.fill_like(first(g.I("DOut")), 0.0), term, first(g.I("DOut")), axis)
 
 
-@_zeros_where_unreached
-def _add_again(f, g):
-    """ddOut = ddX + ddY, broadcast onto dOut's shape (ddX trailing-aligned, ddY by axis)."""
+def _ddout_of_sum(f, g, ddy_sign):
+    """ddOut = ddX + ddy_sign ddY, broadcast onto dOut's shape (ddX trailing-aligned, ddY by axis)."""
     ddx, ddy = first(g.I("DDX")), first(g.I("DDY"))
+    if ddy is not None and ddy_sign != 1.0:
+        ddy = f.scale(ddy, ddy_sign)
     terms = [_onto_dout(f, g, ddx, -1) if ddx is not None else None,
              _onto_dout(f, g, ddy, g.attr("axis")) if ddy is not None else None]
     ddout = _two_terms(f, *terms, first(g.I("DOut")))
     return {"DDOut": ddout} if ddout is not None else {}
+
+
+@_zeros_where_unreached
+def _add_again(f, g):
+    """ddOut = ddX + ddY."""
+    return _ddout_of_sum(f, g, 1.0)
 
 
 defgrad("elementwise_add_grad_grad", inputs=["Y", "DOut", "DDX?", "DDY?"], outputs=["DDOut"], attrs={"axis": -1},

@@ -10,21 +10,15 @@ gradc.executor.kernels.double_grad_elementwise.
 from __future__ import annotations
 
 from ..registry import defgrad
-from . import double_grad  # noqa: F401  (elementwise_add_grad_grad's family: the same slots and zero rules)
 from .composite import first
-from .double_grad import _like, _onto_dout, _two_terms, _zeros_where_unreached
+from .double_grad import _ddout_of_sum, _like, _zeros_where_unreached
 from .infer import same_as
 
 
 @_zeros_where_unreached
 def _sub_again(f, g):
-    """ddOut = ddX - ddY, broadcast onto dOut's shape (ddX trailing-aligned, ddY by axis)."""
-    ddx, ddy = first(g.I("DDX")), first(g.I("DDY"))
-    minus_ddy = f.scale(ddy, -1.0) if ddy is not None else None
-    terms = [_onto_dout(f, g, ddx, -1) if ddx is not None else None,
-             _onto_dout(f, g, minus_ddy, g.attr("axis")) if minus_ddy is not None else None]
-    ddout = _two_terms(f, *terms, first(g.I("DOut")))
-    return {"DDOut": ddout} if ddout is not None else {}
+    """ddOut = ddX - ddY."""
+    return _ddout_of_sum(f, g, -1.0)
 
 
 defgrad("elementwise_sub_grad_grad", inputs=["Y", "DOut", "DDX?", "DDY?"], outputs=["DDOut"], attrs={"axis": -1},
