@@ -11,7 +11,7 @@ import click
 
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, dtype_name
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -99,7 +99,7 @@ def _by_col(block: Block, kind: str) -> list:
 
 def _inputs(block: Block) -> list[str]:
     feeds = [name for op in _by_col(block, "feed") for name in op.output("Out")]
-    return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
+    return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed and not var.persistable)
 
 
 def _loss(program: Program) -> tuple[str | None, str]:
@@ -111,6 +111,10 @@ def _loss(program: Program) -> tuple[str | None, str]:
         return marked[0], f"op_role marks the losses {', '.join(marked)}; the backward differentiates their sum"
     if marked:
         return marked[0], "its op's op_role marks it the loss"
+    seeded = seeded_losses(block)
+    if seeded:
+        return seeded[0], ("the backward starts from it, a PIR program's seed (a fill_any_like of ones) reading it; "
+                           f"gradc train reports {'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
     if len(candidates) == 1:
         return candidates[0], "gradc compile picks it by itself"
