@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from . import registry
 from .ir import DIFFERENTIABLE_DTYPES, Block
-from .pairing import FORWARD, op_kinds
-
-# ops without a gradient whose float inputs give only a shape: no value of the loss passes through them
-SHAPE_READERS = frozenset({"fill_any_like", "fill_zeros_like", "fill_constant_batch_size_like",
-                           "uniform_random_batch_size_like", "shape", "size", "is_empty", "prior_box",
-                           "anchor_generator"})
+from .pairing import FORWARD, SHAPE_READERS, op_kinds
 
 
 def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[str]:

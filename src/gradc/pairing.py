@@ -13,10 +13,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from math import prod
 
 from . import registry
-from .ir import GRAD_SUFFIX, Block, OpDesc, Program, VarType
+from .ir import FLOAT_DTYPES, GRAD_SUFFIX, Block, OpDesc, Program, VarType
 from .ops.optimizer_checks import UPDATES
+
+# ops without a gradient whose float inputs give only a shape: no value passes through them
+SHAPE_READERS = frozenset({"fill_any_like", "fill_zeros_like", "fill_constant_batch_size_like",
+                           "uniform_random_batch_size_like", "shape", "size", "is_empty", "prior_box",
+                           "anchor_generator"})
 
 FEED_FETCH, FORWARD, BACKWARD, OPTIMIZER = "feed/fetch", "forward", "backward", "optimizer"
 # Paddle's op_role bits: Backward 1, Optimize 2, LRSched 16, Loss 256
@@ -47,7 +53,8 @@ def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
     backward (the seed, sums of partial grads, a grad PIR writes as a forward op); after the first update op,
     every op is the optimizer's (state written back); then, from the last op back, an op whose outputs are all
     read, and only by backward or optimizer ops (and, after the backward, fetch ops), is one of them: backward if a
-    backward op reads it, else the optimizer's (gradient clipping, decay, a learning-rate schedule)."""
+    backward op reads it, else the optimizer's (gradient clipping, decay, a learning-rate schedule). A read for the
+    shape only does not count: the loss is read so by the backward's seed (a fill_any_like of ones)."""
     typed = [_kind(op, holders, names=False) for op in ops]
     last_grad = max((index for index, kind in enumerate(typed) if kind == BACKWARD), default=-1)
     first_update = next((index for index, kind in enumerate(typed) if kind == OPTIMIZER), len(ops))
@@ -62,7 +69,7 @@ def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
             backward_values.update(op.output_names())
     readers: dict[str, list[int]] = defaultdict(list)
     for index, op in enumerate(ops):
-        for name in set(op.input_names()):
+        for name in set(op.input_names()) if op.type not in SHAPE_READERS else ():
             readers[name].append(index)
     for index in range(len(ops) - 1, -1, -1):
         outputs = set(ops[index].output_names())
@@ -117,6 +124,20 @@ def marked_losses(block: Block) -> dict[int, list[str]]:
         return marked
     kept = {idx: [name for name in names if name in seeded] for idx, names in marked.items()}
     return {idx: names for idx, names in kept.items() if names}
+
+
+def seeded_losses(block: Block) -> list[str]:
+    """The float scalars the backward starts from, where no op_role marks the loss (a PIR program): the X of each
+    fill_any_like of ones of the backward (Paddle's PIR seed, pd_op.full_like)."""
+    names = []
+    for op, kind in zip(block.ops, op_kinds(block)):
+        if op.type != "fill_any_like" or kind != BACKWARD or op.attrs.get("value") != 1.0 or not op.input("X"):
+            continue
+        var = block.find_var(op.input("X")[0])
+        if (var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and prod(var.shape) == 1
+                and var.name not in names):
+            names.append(var.name)
+    return names
 
 
 def _strip_rename(name: str) -> str:

@@ -10,6 +10,7 @@ import numpy as np
 from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import Program, roles
+from ..pairing import seeded_losses
 
 
 def scalar(name: str, value) -> float:
@@ -22,7 +23,8 @@ def scalar(name: str, value) -> float:
 
 def default_fetch(program: Program) -> list[str]:
     """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
-    with several --loss), else the usual guess."""
+    with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
+    guess."""
     block = program.global_block
     marked = []
     for op in block.ops:
@@ -32,6 +34,9 @@ def default_fetch(program: Program) -> list[str]:
             marked += names if len(names) == 1 and names[0] not in marked else []
     if marked:
         return marked
+    seeded = seeded_losses(block)
+    if seeded:
+        return seeded
     loss = default_loss(program, notice=False)
     return [loss] if loss else []
 
