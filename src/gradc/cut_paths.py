@@ -4,7 +4,7 @@ compiled one (which stops there, as Paddle's does) part, such as a detector's lo
 from __future__ import annotations
 
 from . import registry
-from .ir import DIFFERENTIABLE_DTYPES, Block
+from .ir import DIFFERENTIABLE_DTYPES, Block, Program
 from .pairing import FORWARD, SHAPE_READERS, op_kinds
 
 
@@ -32,3 +32,24 @@ def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[
 def _is_float(block: Block, name: str) -> bool:
     var = block.find_var(name)
     return var is not None and var.dtype in DIFFERENTIABLE_DTYPES
+
+
+def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
+    """A copy of ``program`` without the forward ops whose outputs are all stop_gradient float vars (a detach,
+    `target.stop_gradient = True`: where the compiled backward stops by the user's wish), and those ops' outputs,
+    which a run of the copy is to be fed. Central differences of the copy, fed the detached values of the
+    unperturbed program, count what the compiled gradient counts."""
+    copy = program.clone()
+    block = copy.global_block
+    kept, held = [], []
+    for op, kind in zip(block.ops, op_kinds(block)):
+        outputs = op.output_names()
+        if (kind == FORWARD and outputs and not set(outputs) & set(losses)
+                and all((var := block.find_var(n)) is not None and var.stop_gradient and _is_float(block, n)
+                        for n in outputs)
+                and any(_is_float(block, name) for name in op.input_names())):
+            held += [name for name in outputs if name not in held]
+        else:
+            kept.append(op)
+    block.ops = kept
+    return copy, held

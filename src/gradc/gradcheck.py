@@ -18,6 +18,7 @@ from .backward import append_backward, append_grad_ops, default_loss, no_loss_hi
 from .backward.names import GradNames
 from .bfloat16 import from_bits
 from .central_differences import directional_derivatives, numeric_grad, random_directions
+from .cut_paths import detached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .ir import DIFFERENTIABLE_DTYPES, Program, VarType, to_var_type
@@ -255,8 +256,11 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     analytic = {name: np.zeros(np.shape(values.get(name, param_values.get(name)))) for name in wrt}
     analytic.update(zip(computed, executor.run(train, fed(), [grad_of(n) for n in computed], scope())))
 
+    cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
+    held_values = dict(zip(held, executor.run(program, fed(), held, scope()))) if held else {}
+
     def objective() -> float:
-        return float(sum(np.sum(value) for value in executor.run(program, fed(), losses, scope())))
+        return float(sum(np.sum(value) for value in executor.run(cut, {**fed(), **held_values}, losses, scope())))
 
     rng = np.random.default_rng(seed)
     checks = []
