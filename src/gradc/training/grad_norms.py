@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import GradcError, GradcWarning
 from ..ir import Program
+from ..ops.optimizer_checks import UPDATES
 from ..optimizers.base import last_gradients
 from ..pairing import OPTIMIZER, op_kinds
 
@@ -20,7 +21,8 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
     """(parameter, gradient) for each parameter of block 0 whose ``@GRAD`` var some op writes: the last backward's
     (``@GRAD@2`` where the loss holds derivatives written by an earlier one, a PDE residual's)."""
     block = program.global_block
-    pairs = last_gradients(block)
+    named = last_gradients(block)
+    pairs = named or _updated(block)
     if not pairs:
         raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
                          "training program (gradc compile --optimizer)?")
@@ -28,9 +30,17 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
     clipping = next((op for op, kind in zip(block.ops, op_kinds(block))
                      if kind == OPTIMIZER and grads.intersection(op.output_names())), None)
     if clipping is not None:   # only the last value of a var can be fetched
-        warnings.warn(f"the optimizer's ops rewrite the gradients in place (an {clipping.type}: clipping or weight "
-                      f"decay): the norms logged are those after it", GradcWarning, stacklevel=3)
+        how = "rewrite the gradients in place" if named else "write the gradients the updates read"
+        warnings.warn(f"the optimizer's ops {how} (an {clipping.type}: clipping or weight decay): the norms logged "
+                      f"are those after it", GradcWarning, stacklevel=3)
     return pairs
+
+
+def _updated(block) -> list[tuple[str, str]]:
+    """(Param, Grad) of each update op: a PIR program's gradients have no PARAM@GRAD names."""
+    pairs = [(op.input("Param")[0], op.input("Grad")[0]) for op in block.ops
+             if op.type in UPDATES and op.input("Param") and op.input("Grad")]
+    return sorted(dict(pairs).items())
 
 
 def gradient_norms(pairs: list[tuple[str, str]], gradients: list) -> dict[str, float]:
