@@ -1,12 +1,11 @@
 """The reinforcement-learning engineer's programs of docs/tools.md's 'A reinforcement-learning engineer's week', built
 by Paddle 3.3.1's static API and trained by Paddle's executor:
 
-- dqn: a Double-DQN learn step in legacy mode: an online Q-network and a target Q-network (their own parameters,
-  q.* and target_q.*), the taken action's Q by index_sample, the online net's greedy next action (argmax) read from
-  the target net by take_along_axis, a detached TD target, smooth L1 (Huber) loss, Adam(0.01); STEPS steps over
-  replay batches, the target net synced (its parameters copied from the online net's in the scope) after every
-  SYNC_EVERY steps; then PARL's soft sync (target = 0.9 target + 0.1 online) as a program of its own, run once; and
-  the online Q-network saved by save_inference_model and run by Paddle's Predictor.
+- dqn: a Double-DQN learn step in legacy mode: online and target Q-networks (q.*, target_q.*), the taken action's Q
+  by index_sample, the online net's greedy next action (argmax) read from the target net by take_along_axis, a
+  detached TD target, smooth L1 loss, Adam(0.01); STEPS replay batches, the target synced (the online parameters
+  copied in the scope) every SYNC_EVERY steps; PARL's soft sync as a program of its own, run once; the online
+  Q-network saved by save_inference_model and run by Paddle's Predictor.
 - ppo: a PPO-clip actor-critic in legacy mode: categorical log-prob by log_softmax and take_along_axis, the ratio
   exp(logp - logp_old) clipped and the minimum taken, the advantage returns - value detached and normalised, a value
   head (MSE), an entropy bonus, Adam(0.01) with ClipGradByGlobalNorm(0.5); 2 epochs over the rollout in minibatches.
@@ -170,12 +169,11 @@ def gauss_loss(policy, obs, action, advantage):
     return -paddle.mean(logp * advantage)
 
 
-def run_steps(exe, program, batches, loss, after_step=None) -> list[float]:
+def run_steps(exe, program, batches, loss, after_step=lambda step: None) -> list[float]:
     losses = []
     for step, feed in enumerate(batches, 1):
         losses.append(float(exe.run(program, feed=feed, fetch_list=[loss])[0]))
-        if after_step:
-            after_step(step)
+        after_step(step)
     return losses
 
 
@@ -185,7 +183,7 @@ def minibatches(data: dict, size: int, epochs: int) -> list[dict]:
 
 
 def initial(scope, program) -> dict:
-    return {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in program.all_parameters()}
+    return {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in program.global_block().all_parameters()}
 
 
 def legacy_cases(out: Path, meta: dict) -> None:
@@ -249,8 +247,7 @@ def pir_cases(out: Path, meta: dict) -> None:
     main, startup = paddle.static.Program(), paddle.static.Program()
     logits, loss, _, obs = ppo(main, startup)
     exe.run(startup)
-    np.savez(out / "ppo_pir_init.npz", **{name: np.array(scope.find_var(name).get_tensor())
-                                           for name in pir_parameters(main)})
+    np.savez(out / "ppo_pir_init.npz", **initial(scope, main))
     data = dict(np.load(out / "rollout.npz"))
     meta["ppo_pir"] = {"losses": run_steps(exe, main, minibatches(data, BATCH, EPOCHS), loss)}
     serialize(main, str(out / "ppo_pir.json"), True, False, True)
@@ -269,8 +266,7 @@ def pir_cases(out: Path, meta: dict) -> None:
         loss = gauss_loss(policy, obs, action, advantage)
         paddle.optimizer.Adam(0.01).minimize(loss)
     exe.run(startup)
-    np.savez(out / "gauss_pir_init.npz", **{name: np.array(scope.find_var(name).get_tensor())
-                                             for name in pir_parameters(main)})
+    np.savez(out / "gauss_pir_init.npz", **initial(scope, main))
     data = gauss_batch()
     np.savez_compressed(out / "gauss.npz", **data)
     meta["gauss_pir"] = {"losses": run_steps(exe, main, minibatches(data, BATCH, 1), loss)}
@@ -289,10 +285,6 @@ def pir_cases(out: Path, meta: dict) -> None:
         np.savez(out / "gauss_predictor.npz", **predict(f"{saved}/gauss_policy.json",
                                                         f"{saved}/gauss_policy.pdiparams", feed))
     paddle.enable_static()
-
-
-def pir_parameters(program) -> list[str]:
-    return [value.name for value in program.global_block().all_parameters()]
 
 
 def main(out: Path) -> None:
