@@ -16,13 +16,8 @@ from .errors import GradcError, closest
 from .ir import Program
 from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
-
-
-class Schedule:
-    """A learning rate for each run (step 0, 1, ...)."""
-
-    def __call__(self, step: int) -> float:
-        raise NotImplementedError
+from .schedule_base import Schedule
+from .schedules_cyclic import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR
 
 
 class Values(Schedule):
@@ -139,7 +134,8 @@ class NoamDecay(Schedule):
 
 SCHEDULES: dict[str, type[Schedule]] = {cls.__name__: cls for cls in (
     StepDecay, MultiStepDecay, ExponentialDecay, NaturalExpDecay, InverseTimeDecay, PolynomialDecay,
-    CosineAnnealingDecay, LinearWarmup, PiecewiseDecay, NoamDecay)}
+    CosineAnnealingDecay, LinearWarmup, PiecewiseDecay, NoamDecay, OneCycleLR, CyclicLR, LinearLR,
+    CosineAnnealingWarmRestarts)}
 
 
 def make(name: str, **arguments) -> Schedule:

@@ -23,10 +23,12 @@ def parameter(op, ctx) -> None:
 
 
 def data(op, ctx) -> None:
-    """An input var fed by name; legacy programs have no op for it."""
+    """An input var fed by name; legacy programs have no op for it. A persistable one (the optimizer's moments and
+    learning rate in Paddle's PIR training programs) is state the scope holds, not an input."""
     ctx.attr(op, "name", str)
     name = ctx.define(op.results[0], None)
-    ctx.block.vars[name].need_check_feed = True
+    var = ctx.block.vars[name]
+    var.need_check_feed = None if var.persistable else True
 
 
 def fetch(op, ctx) -> None:

@@ -1,0 +1,123 @@
+"""The PIR half of tools/paddle_user_week18.py (run by it with FLAGS_enable_pir_api=1): the keyword model written with
+paddle.audio.features.MFCC in dygraph and saved by paddle.jit.save (kws_pir.json / .pdiparams), and a
+paddle.signal.stft -> istft round trip saved the same way (istft_pir.json), with Paddle's outputs on a batch (pir.npz).
+Prints the names gradc needs as one JSON line.
+
+    /path/to/paddle/python tools/paddle_user_week18_pir.py tests/data/paddle/user_week18
+"""
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+from paddle.audio.features import MFCC
+from paddle.base import core
+from paddle_user_week18 import HOP, N_FFT, N_MELS, N_MFCC, SAMPLES, SR, KeywordNet
+
+RNG = np.random.default_rng(181)
+
+
+class KeywordSpotter(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.features = MFCC(sr=SR, n_mfcc=N_MFCC, n_fft=N_FFT, hop_length=HOP, n_mels=N_MELS)
+        self.net = KeywordNet()
+
+    def forward(self, wav):
+        return paddle.nn.functional.softmax(self.net(self.features(wav)))
+
+
+class RoundTrip(paddle.nn.Layer):
+    """stft then istft with a Hann window: the waveform back, and the spectrogram's magnitude. The window is a
+    tensor bound at construction, as paddle.audio's Spectrogram binds its own: stft of a window that is a traced value
+    (made in forward, or a buffer) fails in to_static (its assert takes len() of a pir.Value)."""
+
+    def __init__(self):
+        super().__init__()
+        window = paddle.audio.functional.get_window("hann", N_FFT, dtype="float32")
+        self.stft = functools.partial(paddle.signal.stft, n_fft=N_FFT, hop_length=HOP, window=window)
+        self.istft = functools.partial(paddle.signal.istft, n_fft=N_FFT, hop_length=HOP, window=window, length=SAMPLES)
+        self.register_buffer("window", window)   # as Spectrogram does; jit.save fails on a layer with no state
+
+    def forward(self, wav):
+        spec = self.stft(wav)
+        return self.istft(spec), paddle.abs(spec)
+
+
+def save(layer, path: Path, wav: np.ndarray) -> list:
+    """jit.save the layer for [None, SAMPLES] float32 input; Paddle's outputs of the saved model on wav."""
+    layer.eval()
+    static = paddle.jit.to_static(layer, input_spec=[paddle.static.InputSpec([None, SAMPLES], "float32", "wav")],
+                                  full_graph=True)
+    paddle.jit.save(static, str(path))
+    loaded = paddle.jit.load(str(path))
+    outputs = loaded(paddle.to_tensor(wav))
+    return [value.numpy() for value in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
+
+
+def persistable_values(program) -> dict:
+    """Every parameter and persistable input of a PIR program as the global scope holds it."""
+    scope, names = paddle.static.global_scope(), []
+    for op in program.global_block().ops:
+        if op.name() == "builtin.parameter":
+            names.append(op.attrs()["parameter_name"])
+        elif op.name() == "pd_op.data" and op.result(0).persistable:
+            names.append(op.attrs()["name"])
+    return {name: np.array(scope.find_var(name).get_tensor()) for name in names}
+
+
+def vocoder_pir(out: Path, targets: np.ndarray) -> dict:
+    """The vocoder of paddle_user_week18.py in PIR static mode, with paddle.signal.stft / istft themselves (no window:
+    a window that is a static value fails stft's len() assert), trained by Paddle's Adam with OneCycleLR over the 4
+    batches: vocoder_pir_train.json (Paddle's minimize), vocoder_pir_init.npz (its persistables after the startup
+    program), Paddle's losses."""
+    paddle.enable_static()
+    paddle.seed(18)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        target = paddle.static.data("target", [-1, SAMPLES], "float32")
+        log_mag = paddle.log(paddle.abs(paddle.signal.stft(target, N_FFT, HOP)) + 1e-3)
+        hidden = F.silu(paddle.nn.Conv1D(N_FFT // 2 + 1, 24, 3, padding=1)(log_mag))
+        magnitude = paddle.exp(paddle.nn.Conv1D(24, N_FFT // 2 + 1, 1)(hidden))
+        phase = paddle.nn.Conv1D(24, N_FFT // 2 + 1, 1)(hidden)
+        spec = paddle.complex(magnitude * paddle.cos(phase), magnitude * paddle.sin(phase))
+        wav = paddle.signal.istft(spec, N_FFT, HOP, length=SAMPLES)
+        loss = paddle.mean(paddle.abs(paddle.abs(paddle.signal.stft(wav, N_FFT, HOP))
+                                      - paddle.abs(paddle.signal.stft(target, N_FFT, HOP))))
+        schedule = paddle.optimizer.lr.OneCycleLR(max_learning_rate=0.003, total_steps=4)
+        paddle.optimizer.Adam(learning_rate=schedule).minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    core.serialize_pir_program(main, str(out / "vocoder_pir_train.json"), True, False, True)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    np.savez_compressed(out / "vocoder_pir_init.npz", **persistable_values(main))
+    losses, rates = [], []
+    for batch in targets.reshape(4, -1, SAMPLES):
+        rates.append(schedule())
+        losses.append(float(exe.run(main, feed={"target": batch}, fetch_list=[])[0]))
+        schedule.step()
+    paddle.disable_static()
+    return {"vocoder_pir_losses": losses, "vocoder_pir_rates": rates}
+
+
+def main(out: Path) -> None:
+    paddle.seed(18)
+    wav = (0.5 * RNG.standard_normal((3, SAMPLES))).astype(np.float32)
+    spotter = KeywordSpotter()
+    with paddle.no_grad():   # running statistics away from 0 and 1, so test mode's batch norm is checked
+        spotter.net.conv.batch_norm._mean.set_value(paddle.to_tensor(RNG.normal(0, 0.5, 16).astype(np.float32)))
+        spotter.net.conv.batch_norm._variance.set_value(paddle.to_tensor(RNG.uniform(0.5, 2, 16).astype(np.float32)))
+    (probabilities,) = save(spotter, out / "kws_pir", wav)
+    waveform, magnitude = save(RoundTrip(), out / "istft_pir", wav)
+    np.savez_compressed(out / "pir.npz", wav=wav, probabilities=probabilities, waveform=waveform,
+                        magnitude=magnitude)
+    meta = vocoder_pir(out, np.load(out / "vocoder_data.npz")["target"])
+    print(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
