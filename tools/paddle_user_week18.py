@@ -9,15 +9,20 @@ those APIs append (reflect pad3d, frame, the window, fft_r2c; fft_c2r and overla
 - vocoder: an autoencoder whose decoder predicts each frame's magnitude and phase, turned back into a waveform by
   fft_c2r and overlap_add (an iSTFT head), trained 4 steps by Adam on |STFT| L1 against the target waveform.
 - spectral64: the vocoder's spectral loss alone in float64 and Paddle's gradient of it for the input waveform.
-- kws_pir: the keyword model written with paddle.audio.features.MFCC in dygraph and saved by paddle.jit.save (PIR),
-  with Paddle's outputs; istft_pir: paddle.signal.stft then istft, saved the same way, with Paddle's outputs.
+- kws_random: the keyword model with SpecAugment drawn in the program (uniform draws) and dropout, trained 4 steps after
+  paddle.seed(18).
+- the PIR programs (tools/paddle_user_week18_pir.py): the keyword model with paddle.audio.features.MFCC saved by
+  paddle.jit.save and fine-tuned in dygraph, stft -> istft, the vocoder trained by Paddle's PIR minimize with
+  OneCycleLR, and float64 FFT cases with Paddle's gradients.
 
-Written: kws.pb, kws_startup.pb, kws_train.pb (Paddle's Adam minimize), kws_data.npz; vocoder.pb, vocoder_startup.pb,
-vocoder_data.npz; spectral64.pb, spectral64.npz; kws_pir.json/.pdiparams, istft_pir.json, pir.npz; meta.json.
+Written (every program gzipped): kws.pb, kws_startup.pb, kws_train.pb (Paddle's Adam minimize), kws_data.npz;
+kws_random.pb, kws_random_startup.pb; vocoder.pb, vocoder_startup.pb, vocoder_data.npz; spectral64.pb, spectral64.npz;
+the PIR files of paddle_user_week18_pir.py; meta.json (Paddle's losses, the names gradc needs).
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week18.py tests/data/paddle/user_week18
 """
 
+import gzip
 import json
 import os
 import subprocess
@@ -98,14 +103,17 @@ def istft_head(magnitude, phase, window):
     return paddle.slice(wav, [1], [N_FFT // 2], [N_FFT // 2 + SAMPLES]) / envelope
 
 
-def mfcc(wav, masks=None):
+def mfcc(wav, masks=None, augment=None):
     """Paddle's MFCC (power 2, slaney mel, 10 log10 with amin 1e-10, ref 1, no top_db, an ortho DCT) of [B, SAMPLES]:
-    [B, N_MFCC, FRAMES]; SpecAugment masks multiply the log-mel spectrogram ([B, N_MELS, 1] and [B, 1, FRAMES])."""
+    [B, N_MFCC, FRAMES]; SpecAugment masks multiply the log-mel spectrogram ([B, N_MELS, 1] and [B, 1, FRAMES]), or
+    ``augment`` draws them."""
     power = paddle.pow(paddle.abs(stft(wav, constant("hann_window", hann()))), 2.0)
     mel = paddle.matmul(constant("mel_filterbank", filterbank()), power)
     log_mel = 10.0 * paddle.log10(paddle.maximum(mel, paddle.full_like(mel, 1e-10)))
     if masks is not None:
         log_mel = log_mel * masks[0] * masks[1]
+    if augment is not None:
+        log_mel = augment(log_mel)
     return paddle.matmul(constant("dct_matrix", dct()), log_mel, transpose_x=True)
 
 
@@ -132,13 +140,13 @@ class KeywordNet(nn.Layer):
     """MFCC frames [B, N_MFCC, T] -> a linear projection, half-step feed-forward (swish), multi-head self-attention,
     the convolution module, LayerNorm, mean over time, the keyword logits."""
 
-    def __init__(self, channels=16):
+    def __init__(self, channels=16, dropout=0.0):
         super().__init__()
         self.project = nn.Linear(N_MFCC, channels)
         self.ffn = nn.Sequential(nn.LayerNorm(channels), nn.Linear(channels, 2 * channels), nn.Swish(),
-                                 nn.Linear(2 * channels, channels))
+                                 nn.Dropout(dropout), nn.Linear(2 * channels, channels))
         self.attention_norm = nn.LayerNorm(channels)
-        self.attention = nn.MultiHeadAttention(channels, 2)
+        self.attention = nn.MultiHeadAttention(channels, 2, dropout=dropout)
         self.conv = ConvModule(channels)
         self.out_norm = nn.LayerNorm(channels)
         self.classify = nn.Linear(channels, KEYWORDS)
@@ -197,6 +205,44 @@ def kws(out: Path) -> dict:
     return {"kws_loss": loss.name, "kws_logits": logits.name, "kws_losses": losses}
 
 
+def spec_augment(log_mel):
+    """SpecAugment drawn in the program: per example one band of 1-4 mel bins and one run of 1-5 frames zeroed, their
+    starts and widths from uniform draws of Paddle's global generator (BATCH examples a step)."""
+    masked = log_mel
+    for axis, size, widest in ((1, N_MELS, 4), (2, FRAMES, 5)):
+        shape = [BATCH, 1, 1]
+        start = paddle.floor(paddle.uniform(shape, min=0.0, max=float(size - widest)))
+        end = start + paddle.floor(paddle.uniform(shape, min=1.0, max=float(widest + 1)))
+        position = paddle.reshape(paddle.arange(size, dtype="float32"), [1, size, 1] if axis == 1 else [1, 1, size])
+        inside = paddle.logical_and(position >= start, position < end)
+        masked = masked * (1.0 - paddle.cast(inside, "float32"))
+    return masked
+
+
+def kws_random(out: Path) -> dict:
+    """The keyword model with SpecAugment drawn in the program and dropout 0.1 in its attention and feed-forward,
+    trained 4 steps by Adam(0.005) after paddle.seed(18) (the startup's weights, the masks and the dropout all from
+    Paddle's global generator): kws_random.pb (the forward), kws_random_startup.pb, Paddle's losses."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        wav = paddle.static.data("wav", [BATCH, SAMPLES], "float32")
+        label = paddle.static.data("label", [BATCH, 1], "int64")
+        net = KeywordNet(dropout=0.1)
+        logits = net(mfcc(wav, augment=spec_augment))
+        loss = paddle.mean(F.cross_entropy(logits, label))
+    (out / "kws_random.pb").write_bytes(without_callstacks(main))
+    with paddle.static.program_guard(main, startup):
+        paddle.optimizer.Adam(learning_rate=0.005).minimize(loss)
+    (out / "kws_random_startup.pb").write_bytes(without_callstacks(startup))
+    paddle.seed(18)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    data = np.load(out / "kws_data.npz")
+    losses = [float(exe.run(main, feed={"wav": data["wav"][rows], "label": data["label"][rows]},
+                            fetch_list=[loss])[0]) for rows in np.split(np.arange(BATCH * STEPS), STEPS)]
+    return {"kws_random_loss": loss.name, "kws_random_losses": losses}
+
+
 def vocoder_batch() -> dict:
     """Target waveforms: two decaying partials and a little noise each."""
     t = np.arange(SAMPLES) / SR
@@ -251,15 +297,49 @@ def spectral64(out: Path) -> dict:
     return {"spectral64_loss": loss.name, "spectral64_grad": grad.name}
 
 
+SCHEDULES = [   # Paddle's schedulers gradc had no closed form of, as gradc train --lr-schedule takes them
+    "OneCycleLR(max_learning_rate=0.003, total_steps=4)",
+    "OneCycleLR(max_learning_rate=0.1, total_steps=20, three_phase=True, anneal_strategy='linear', phase_pct=0.25)",
+    "OneCycleLR(max_learning_rate=0.1, total_steps=20, divide_factor=10, end_learning_rate=0.001, phase_pct=0.4)",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=3, step_size_down=5)",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='triangular2')",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='exp_range', exp_gamma=0.9)",
+    "LinearLR(learning_rate=0.1, total_steps=7)",
+    "LinearLR(learning_rate=0.1, total_steps=5, start_factor=0.5, end_factor=0.1)",
+    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=3)",
+    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=2, T_mult=2, eta_min=0.01)",
+    "LinearWarmup(learning_rate=OneCycleLR(max_learning_rate=0.1, total_steps=10), warmup_steps=3, start_lr=0.0, "
+    "end_lr=0.004)",
+]
+
+
+def schedule_values() -> dict:
+    """Each SCHEDULES scheduler's learning rate at runs 0..19 (step() after each), until Paddle refuses a step."""
+    values = {}
+    for spec in SCHEDULES:
+        scheduler, rates = eval(spec, vars(paddle.optimizer.lr)), []   # noqa: S307 - our own literal specs
+        for _ in range(20):
+            rates.append(scheduler())
+            try:
+                scheduler.step()
+            except ValueError:   # OneCycleLR past total_steps
+                break
+        values[spec] = rates
+    return values
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     paddle_legacy_shim.install()
     paddle.enable_static()
-    meta = {**kws(out), **vocoder(out), **spectral64(out)}
+    meta = {**kws(out), **kws_random(out), **vocoder(out), **spectral64(out)}
     pir = subprocess.run([sys.executable, str(Path(__file__).with_name("paddle_user_week18_pir.py")), str(out)],
                          env={**os.environ, "FLAGS_enable_pir_api": "1"}, capture_output=True, text=True, check=True)
-    meta.update(json.loads(pir.stdout.splitlines()[-1]))
+    meta.update(json.loads(pir.stdout.splitlines()[-1]), schedules=schedule_values())
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    for program in [*out.glob("*.pb"), *(path for path in out.glob("*.json") if path.name != "meta.json")]:
+        program.with_name(program.name + ".gz").write_bytes(gzip.compress(program.read_bytes(), mtime=0))
+        program.unlink()   # the programs gzipped: 47 KB of attributes become 6 KB
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The PIR half of tools/paddle_user_week18.py (run by it with FLAGS_enable_pir_api=1): the keyword model written with
 paddle.audio.features.MFCC in dygraph and saved by paddle.jit.save (kws_pir.json / .pdiparams), and a
-paddle.signal.stft -> istft round trip saved the same way (istft_pir.json), with Paddle's outputs on a batch (pir.npz).
-Prints the names gradc needs as one JSON line.
+paddle.signal.stft -> istft round trip saved the same way (istft_pir.json), with Paddle's outputs on a batch and the
+spotter's after Paddle fine-tuned it (pir.npz); the vocoder trained by Paddle's PIR minimize (vocoder_pir_*); float64
+FFT cases (fft_*.json, fft_cases.npz). Prints Paddle's losses as one JSON line.
 
     /path/to/paddle/python tools/paddle_user_week18_pir.py tests/data/paddle/user_week18
 """
@@ -104,6 +105,61 @@ def vocoder_pir(out: Path, targets: np.ndarray) -> dict:
     return {"vocoder_pir_losses": losses, "vocoder_pir_rates": rates}
 
 
+def fine_tune(spotter: KeywordSpotter, data: dict) -> dict:
+    """What gradc compile --add-loss cross-entropy --optimizer adam --lr 0.01 of the saved spotter trains: the mean
+    cross-entropy of its logits (the softmax's input), Adam(0.01), in test mode (batch norm's running statistics), one
+    step per batch of 4 of kws_data.npz; Paddle's losses and the probabilities of the tuned model."""
+    optimizer = paddle.optimizer.Adam(0.01, parameters=spotter.parameters())
+    losses = []
+    for rows in np.split(np.arange(len(data["wav"])), len(data["wav"]) // 4):
+        logits = spotter.net(spotter.features(paddle.to_tensor(data["wav"][rows])))
+        loss = F.cross_entropy(logits, paddle.to_tensor(data["label"][rows]))
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        losses.append(float(loss))
+    return {"kws_pir_tuned_losses": losses}
+
+
+FFT_CASES = {   # name -> the output of (x, y), both [2, 50] float64, whose weighted sum is the loss
+    "stft_two_sided_ortho": lambda x, y: paddle.abs(paddle.signal.stft(x, 16, 5, onesided=False, normalized=True,
+                                                                        pad_mode="constant")),
+    "irfft_ortho_odd": lambda x, y: paddle.fft.irfft(paddle.complex(x[:, :13], y[:, :13]), n=15, norm="ortho"),
+    "hfft": lambda x, y: paddle.fft.hfft(paddle.complex(x[:, :13], y[:, :13]), n=12),
+    "ihfft_abs": lambda x, y: paddle.abs(paddle.fft.ihfft(x, n=20)),
+    "rfftn_forward_abs": lambda x, y: paddle.abs(paddle.fft.rfftn(paddle.reshape(x, [2, 5, 10]), norm="forward")),
+    "fft2_real": lambda x, y: paddle.real(paddle.fft.fft2(paddle.reshape(paddle.complex(x[:, :12], y[:, :12]),
+                                                                          [2, 3, 4]))),
+    "power_to_db_top_db": lambda x, y: paddle.audio.functional.power_to_db(paddle.square(x) + 1e-3, top_db=20.0),
+}
+
+
+def fft_cases(out: Path) -> None:
+    """Each FFT_CASES output in float64 PIR: fft_<case>.json (the forward, its loss sum(out * w) fetched as "loss"),
+    and fft_cases.npz: x, y, and per case w, Paddle's loss and its gradients for x and y (<case>.x_grad, ...)."""
+    paddle.enable_static()
+    arrays = {"x": RNG.standard_normal((2, 50)), "y": RNG.standard_normal((2, 50))}
+    for name, make in FFT_CASES.items():
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            x, y = (paddle.static.data(key, [2, 50], "float64") for key in ("x", "y"))
+            x.stop_gradient = y.stop_gradient = False
+            result = make(x, y)
+            weights = paddle.static.data("w", result.shape, "float64")
+            loss = paddle.sum(result * weights)
+            fetched = paddle._pir_ops.fetch(loss, "loss", 0)
+            core.serialize_pir_program(main, str(out / f"fft_{name}.json"), True, False, True)
+            main.global_block().remove_op(fetched.get_defining_op())   # Paddle's run below fetches by value
+            grads = paddle.static.gradients([loss], [x, y])
+        feed = {"x": arrays["x"], "y": arrays["y"], "w": RNG.standard_normal(result.shape)}
+        fetched = paddle.static.Executor(paddle.CPUPlace()).run(main, feed=feed,
+                                                                fetch_list=[loss, *[g for g in grads if g is not None]])
+        values = dict(zip(["loss", *[key for key, g in zip(("x_grad", "y_grad"), grads) if g is not None]], fetched))
+        arrays.update({f"{name}.w": feed["w"], **{f"{name}.{key}": value for key, value in values.items()}})
+    np.savez_compressed(out / "fft_cases.npz", **arrays)
+    paddle.disable_static()
+
+
 def main(out: Path) -> None:
     paddle.seed(18)
     wav = (0.5 * RNG.standard_normal((3, SAMPLES))).astype(np.float32)
@@ -113,9 +169,12 @@ def main(out: Path) -> None:
         spotter.net.conv.batch_norm._variance.set_value(paddle.to_tensor(RNG.uniform(0.5, 2, 16).astype(np.float32)))
     (probabilities,) = save(spotter, out / "kws_pir", wav)
     waveform, magnitude = save(RoundTrip(), out / "istft_pir", wav)
+    meta = fine_tune(spotter, dict(np.load(out / "kws_data.npz")))
+    tuned = spotter(paddle.to_tensor(wav)).numpy()
     np.savez_compressed(out / "pir.npz", wav=wav, probabilities=probabilities, waveform=waveform,
-                        magnitude=magnitude)
-    meta = vocoder_pir(out, np.load(out / "vocoder_data.npz")["target"])
+                        magnitude=magnitude, tuned=tuned)
+    meta.update(vocoder_pir(out, np.load(out / "vocoder_data.npz")["target"]))
+    fft_cases(out)
     print(json.dumps(meta))
 
 
