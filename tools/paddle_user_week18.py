@@ -13,7 +13,7 @@ those APIs append (reflect pad3d, frame, the window, fft_r2c; fft_c2r and overla
   paddle.seed(18).
 - the PIR programs (tools/paddle_user_week18_pir.py): the keyword model with paddle.audio.features.MFCC saved by
   paddle.jit.save and fine-tuned in dygraph, stft -> istft, the vocoder trained by Paddle's PIR minimize with
-  OneCycleLR, and float64 FFT cases with Paddle's gradients.
+  OneCycleLR, float64 FFT cases with Paddle's gradients, and the rates of Paddle's cyclic schedulers.
 
 Written (every program gzipped): kws.pb, kws_startup.pb, kws_train.pb (Paddle's Adam minimize), kws_data.npz;
 kws_random.pb, kws_random_startup.pb; vocoder.pb, vocoder_startup.pb, vocoder_data.npz; spectral64.pb, spectral64.npz;
@@ -297,37 +297,6 @@ def spectral64(out: Path) -> dict:
     return {"spectral64_loss": loss.name, "spectral64_grad": grad.name}
 
 
-SCHEDULES = [   # Paddle's schedulers gradc had no closed form of, as gradc train --lr-schedule takes them
-    "OneCycleLR(max_learning_rate=0.003, total_steps=4)",
-    "OneCycleLR(max_learning_rate=0.1, total_steps=20, three_phase=True, anneal_strategy='linear', phase_pct=0.25)",
-    "OneCycleLR(max_learning_rate=0.1, total_steps=20, divide_factor=10, end_learning_rate=0.001, phase_pct=0.4)",
-    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=3, step_size_down=5)",
-    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='triangular2')",
-    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='exp_range', exp_gamma=0.9)",
-    "LinearLR(learning_rate=0.1, total_steps=7)",
-    "LinearLR(learning_rate=0.1, total_steps=5, start_factor=0.5, end_factor=0.1)",
-    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=3)",
-    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=2, T_mult=2, eta_min=0.01)",
-    "LinearWarmup(learning_rate=OneCycleLR(max_learning_rate=0.1, total_steps=10), warmup_steps=3, start_lr=0.0, "
-    "end_lr=0.004)",
-]
-
-
-def schedule_values() -> dict:
-    """Each SCHEDULES scheduler's learning rate at runs 0..19 (step() after each), until Paddle refuses a step."""
-    values = {}
-    for spec in SCHEDULES:
-        scheduler, rates = eval(spec, vars(paddle.optimizer.lr)), []   # noqa: S307 - our own literal specs
-        for _ in range(20):
-            rates.append(scheduler())
-            try:
-                scheduler.step()
-            except ValueError:   # OneCycleLR past total_steps
-                break
-        values[spec] = rates
-    return values
-
-
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     paddle_legacy_shim.install()
@@ -335,7 +304,7 @@ def main(out: Path) -> None:
     meta = {**kws(out), **kws_random(out), **vocoder(out), **spectral64(out)}
     pir = subprocess.run([sys.executable, str(Path(__file__).with_name("paddle_user_week18_pir.py")), str(out)],
                          env={**os.environ, "FLAGS_enable_pir_api": "1"}, capture_output=True, text=True, check=True)
-    meta.update(json.loads(pir.stdout.splitlines()[-1]), schedules=schedule_values())
+    meta.update(json.loads(pir.stdout.splitlines()[-1]))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     for program in [*out.glob("*.pb"), *(path for path in out.glob("*.json") if path.name != "meta.json")]:
         program.with_name(program.name + ".gz").write_bytes(gzip.compress(program.read_bytes(), mtime=0))

@@ -2,7 +2,7 @@
 paddle.audio.features.MFCC in dygraph and saved by paddle.jit.save (kws_pir.json / .pdiparams), and a
 paddle.signal.stft -> istft round trip saved the same way (istft_pir.json), with Paddle's outputs on a batch and the
 spotter's after Paddle fine-tuned it (pir.npz); the vocoder trained by Paddle's PIR minimize (vocoder_pir_*); float64
-FFT cases (fft_*.json, fft_cases.npz). Prints Paddle's losses as one JSON line.
+FFT cases (fft_*.json, fft_cases.npz). Prints Paddle's losses and its schedulers' rates (SCHEDULES) as one JSON line.
 
     /path/to/paddle/python tools/paddle_user_week18_pir.py tests/data/paddle/user_week18
 """
@@ -160,6 +160,37 @@ def fft_cases(out: Path) -> None:
     paddle.disable_static()
 
 
+SCHEDULES = [   # Paddle's schedulers gradc had no closed form of, as gradc train --lr-schedule takes them
+    "OneCycleLR(max_learning_rate=0.003, total_steps=4)",
+    "OneCycleLR(max_learning_rate=0.1, total_steps=20, three_phase=True, anneal_strategy='linear', phase_pct=0.25)",
+    "OneCycleLR(max_learning_rate=0.1, total_steps=20, divide_factor=10, end_learning_rate=0.001, phase_pct=0.4)",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=3, step_size_down=5)",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='triangular2')",
+    "CyclicLR(base_learning_rate=0.01, max_learning_rate=0.1, step_size_up=4, mode='exp_range', exp_gamma=0.9)",
+    "LinearLR(learning_rate=0.1, total_steps=7)",
+    "LinearLR(learning_rate=0.1, total_steps=5, start_factor=0.5, end_factor=0.1)",
+    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=3)",
+    "CosineAnnealingWarmRestarts(learning_rate=0.1, T_0=2, T_mult=2, eta_min=0.01)",
+    "LinearWarmup(learning_rate=OneCycleLR(max_learning_rate=0.1, total_steps=10), warmup_steps=3, start_lr=0.0, "
+    "end_lr=0.004)",
+]
+
+
+def schedule_values() -> dict:
+    """Each SCHEDULES scheduler's learning rate at runs 0..19 (step() after each), until Paddle refuses a step."""
+    values = {}
+    for spec in SCHEDULES:
+        scheduler, rates = eval(spec, vars(paddle.optimizer.lr)), []   # noqa: S307 - our own literal specs
+        for _ in range(20):
+            rates.append(scheduler())
+            try:
+                scheduler.step()
+            except ValueError:   # OneCycleLR past total_steps
+                break
+        values[spec] = rates
+    return values
+
+
 def main(out: Path) -> None:
     paddle.seed(18)
     wav = (0.5 * RNG.standard_normal((3, SAMPLES))).astype(np.float32)
@@ -175,7 +206,7 @@ def main(out: Path) -> None:
                         magnitude=magnitude, tuned=tuned)
     meta.update(vocoder_pir(out, np.load(out / "vocoder_data.npz")["target"]))
     fft_cases(out)
-    print(json.dumps(meta))
+    print(json.dumps({**meta, "schedules": schedule_values()}))
 
 
 if __name__ == "__main__":
