@@ -155,10 +155,12 @@ def test_paddles_pir_vocoder_trains_from_its_persistables_with_its_one_cycle_sch
     """Before, gradc train of Paddle's PIR training program with its persistables as --params (Paddle's values after
     its startup program: parameters, Adam's moments, the learning rate) took each moment for an input the data lacked
     ("has no array 'conv1d_2.b_0_moment1_0' ... the program's inputs: conv1d_0.b_0_beta1_pow_acc_0, ..."): PIR holds
-    them as persistable pd_op.data. And Paddle's OneCycleLR was unknown. Now they are state, not inputs, and the 4
-    losses are Paddle's; the rates written are Paddle's scheduler's."""
+    them as persistable pd_op.data (gradc info listed the 24 as inputs). And Paddle's OneCycleLR was unknown. Now
+    they are state, not inputs, and the 4 losses are Paddle's; the rates written are Paddle's scheduler's."""
     program = gradc.load(week / "vocoder_pir_train.json")
     assert program_inputs(program.global_block) == ["target"]
+    info = gradc_cli("info", week / "vocoder_pir_train.json").stdout
+    assert "inputs:\n  target  float32[-1, 512]\noutputs" in info   # not the 24 moments and beta powers too
     spec = "OneCycleLR(max_learning_rate=0.003, total_steps=4)"
     run = gradc_cli("train", week / "vocoder_pir_train.json", "--params", week / "vocoder_pir_init.npz", "--data",
                     week / "vocoder_data.npz", "--batch-size", 4, "--fetch", "loss", "--lr-schedule", spec, "--json",
