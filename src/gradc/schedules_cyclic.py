@@ -39,8 +39,9 @@ class OneCycleLR(Schedule):
 
     def __call__(self, step):
         if step > self.total_steps:
-            raise GradcError(f"OneCycleLR(total_steps={self.total_steps}) has no learning rate for step {step} "
-                             f"(Paddle's raises too): train at most {self.total_steps + 1} steps, or give more")
+            raise GradcError(f"OneCycleLR(total_steps={self.total_steps}) gives {self.total_steps + 1} learning rates "
+                             f"and step {step + 1} needs one (Paddle's refuses it too): train at most "
+                             f"{self.total_steps + 1} steps, or give a larger total_steps")
         first, steps, from_rate, to_rate = next((phase for phase in self.phases[:-1] if step <= phase[0] + phase[1]),
                                                 self.phases[-1])
         fraction = (step - first) / steps if steps else 1.0   # a phase of no steps: Paddle divides by 0

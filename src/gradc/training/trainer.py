@@ -157,6 +157,8 @@ class Trainer:
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
         self.check_data(data, eval_data, batch_size, drop_last)
+        if self.schedule is not None:   # a schedule that ends (OneCycleLR) refuses a run too long before its first step
+            self.schedule(min(epochs * batches, steps or epochs * batches) - 1)
         if checkpoint_dir:
             checkpoint_directory(checkpoint_dir)
         reporter = reporter or Reporter()
