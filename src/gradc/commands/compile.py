@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import warnings
 from contextlib import nullcontext
 from functools import partial
@@ -37,8 +38,9 @@ from .loss_option import loss_option
 @click.option("--train-mode", is_flag=True, help="Train a saved model's dropout and batch norm as the model trains in "
               "Paddle (model.train(): the batch's statistics, the running ones updated); by default they stay in the "
               "test mode it was saved in.")
-@click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
-@click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
+@click.option("--param", "params", multiple=True, help="Only these parameters get gradients (a glob matches names: "
+              "'*lora*' trains LoRA adapters and freezes the rest). Repeatable.")
+@click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient (globs too). Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
@@ -79,6 +81,10 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
             losses = [_add_loss(prog, add_loss_kind, label, loss_of, say)]
         if train_mode or add_loss_kind:
             _say_mode(prog, train_mode, say)
+        params = _matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
+                           "--param", "parameter of block 0")
+        no_grad = _matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
+                            "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         updating = [OptimizerPass(optimizer, backward=backward)] if optimizer is not None else []
         passes = [VerifyPass(), backward, *memory, *updating]
@@ -158,6 +164,22 @@ def _say_mode(prog, train_mode: bool, say) -> None:
         warnings.warn(f"{ops} train in test mode, as saved (dropout off, batch norm on its running statistics); "
                       f"--train-mode trains them as the model trains in Paddle (model.train())", GradcNotice,
                       stacklevel=2)
+
+
+def _matching(patterns: tuple[str, ...], names: list[str], option: str, what: str) -> list[str]:
+    """The names each glob of ``patterns`` matches, in the program's order; a plain name is kept as given (the
+    backward pass names an undeclared one)."""
+    chosen = []
+    for pattern in patterns:
+        if not any(char in pattern for char in "*?["):
+            chosen.append(pattern)
+            continue
+        matched = fnmatch.filter(names, pattern)
+        if not matched:
+            raise GradcError(f"{option} '{pattern}' matches no {what} (of its {len(names)}: {', '.join(names[:8])}"
+                             f"{', ...' if len(names) > 8 else ''})")
+        chosen += matched
+    return list(dict.fromkeys(chosen))
 
 
 def _with_suffix(path: str, infix: str) -> str:

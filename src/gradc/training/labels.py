@@ -17,6 +17,9 @@ from ..ir import Program
 CLASS_LOSSES = {"softmax_with_cross_entropy": ("Logits", -1), "cross_entropy": ("X", -1),
                 "cross_entropy2": ("X", -1), "nll_loss": ("X", 1)}
 EMBEDDINGS = ("lookup_table", "lookup_table_v2")
+# ops that change only a label's shape: F.cross_entropy unsqueezes labels [N, S] to [N, S, 1]
+RESHAPES = ("unsqueeze2", "unsqueeze", "squeeze2", "squeeze", "reshape2", "reshape", "flatten_contiguous_range",
+            "flatten2", "assign")
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,22 @@ def classifiers(program: Program) -> list[Classifier]:
         if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
             classes = int(shape[axis])
         ignore = attrs.get("ignore_index")
-        found.append(Classifier(index, op.type, scores, op.input("Label")[0], axis, classes,
+        found.append(Classifier(index, op.type, scores, _label_source(block, index, op.input("Label")[0]), axis, classes,
                                 int(ignore) if isinstance(ignore, (int, np.integer)) else None))
     return found
+
+
+def _label_source(block, index: int, label: str) -> str:
+    """The var whose values the label of op ``index`` holds, followed back through ops that only reshape it (the
+    data's array, where F.cross_entropy reads an unsqueezed copy)."""
+    for op in reversed(block.ops[:index]):
+        if label not in op.output_names():
+            continue
+        sources = op.input("X") if op.type in RESHAPES and op.output("Out") == [label] else []
+        if len(sources) != 1:
+            return label
+        label = sources[0]
+    return label
 
 
 def check_indices(program: Program, arrays: dict, source: str, item: str = "array") -> None:
