@@ -55,7 +55,8 @@ def classifiers(program: Program) -> list[Classifier]:
         if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
             classes = int(shape[axis])
         ignore = attrs.get("ignore_index")
-        found.append(Classifier(index, op.type, scores, _label_source(block, index, op.input("Label")[0]), axis, classes,
+        label = _label_source(block, index, op.input("Label")[0])
+        found.append(Classifier(index, op.type, scores, label, axis, classes,
                                 int(ignore) if isinstance(ignore, (int, np.integer)) else None))
     return found
 
