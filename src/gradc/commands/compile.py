@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import warnings
 from contextlib import nullcontext
 from functools import partial
@@ -21,6 +20,7 @@ from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode
 from ..verification import verify
 from .json_output import emit, recorded_warnings
 from .loss_option import loss_option
+from .name_globs import matching
 
 
 @click.command()
@@ -81,9 +81,9 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
             losses = [_add_loss(prog, add_loss_kind, label, loss_of, say)]
         if train_mode or add_loss_kind:
             _say_mode(prog, train_mode, say)
-        params = _matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
+        params = matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
                            "--param", "parameter of block 0")
-        no_grad = _matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
+        no_grad = matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
                             "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         updating = [OptimizerPass(optimizer, backward=backward)] if optimizer is not None else []
@@ -164,22 +164,6 @@ def _say_mode(prog, train_mode: bool, say) -> None:
         warnings.warn(f"{ops} train in test mode, as saved (dropout off, batch norm on its running statistics); "
                       f"--train-mode trains them as the model trains in Paddle (model.train())", GradcNotice,
                       stacklevel=2)
-
-
-def _matching(patterns: tuple[str, ...], names: list[str], option: str, what: str) -> list[str]:
-    """The names each glob of ``patterns`` matches, in the program's order; a plain name is kept as given (the
-    backward pass names an undeclared one)."""
-    chosen = []
-    for pattern in patterns:
-        if not any(char in pattern for char in "*?["):
-            chosen.append(pattern)
-            continue
-        matched = fnmatch.filter(names, pattern)
-        if not matched:
-            raise GradcError(f"{option} '{pattern}' matches no {what} (of its {len(names)}: {', '.join(names[:8])}"
-                             f"{', ...' if len(names) > 8 else ''})")
-        chosen += matched
-    return list(dict.fromkeys(chosen))
 
 
 def _with_suffix(path: str, infix: str) -> str:

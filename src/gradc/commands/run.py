@@ -22,6 +22,7 @@ from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 from .json_output import emit
 from .loss_option import loss_option
+from .name_globs import matching
 from .run_reports import checked_document, dense_array, fetched, mismatch_place, precision_document, summary_line
 
 
@@ -172,7 +173,8 @@ def _program_and_values(startup_help: str):
 @_program_and_values("Initialiser programs run first, in order (values --params does not give). Repeatable.")
 @loss_option("the single float scalar written by the last op", "the gradients of the sum of the losses, each "
              "a float var of any shape (its elements summed), as gradc compile differentiates them.")
-@click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
+@click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient; a glob matches "
+              "names: '*lora*'). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
 @click.option("--directions", type=click.IntRange(min=1),
@@ -201,6 +203,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, losses):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
+    wrt = matching(wrt, list(prog.global_block.vars), "--wrt", "var of block 0")
     values = _initialised(startups)
     values.update(load_params(params, prog))
     losses = list(losses) or [default_loss(prog)]   # the pick compare_program would make, named for --json
