@@ -85,6 +85,21 @@ def _out_arrays(fetches, values) -> dict[str, np.ndarray]:
             for key, array in lod_arrays(name, as_dense(value)).items()}
 
 
+def _fetch_keys(prog, fetches: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The vars of --fetch NAME or NAME=KEY options and the keys --out stores them under (a var whose own name holds
+    '=' is taken whole); two fetches stored under one key are refused, as the second would replace the first."""
+    names, keys = [], []
+    for fetch in fetches:
+        name, key = (fetch.rsplit("=", 1) if "=" in fetch and prog.global_block.find_var(fetch) is None
+                     else (fetch, fetch))
+        names.append(name)
+        keys.append(key)
+    twice = sorted({key for key in keys if len({name for name, other in zip(names, keys) if other == key}) > 1})
+    if twice:
+        raise GradcError(f"--fetch: two values would be stored as {', '.join(twice)} in --out")
+    return names, keys
+
+
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -100,7 +115,8 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
                    "Paddle 1.x's directory of one file per var.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
+@click.option("--fetch", "fetches", multiple=True, help="A var to fetch; NAME=KEY stores it as KEY in --out (a "
+              "decoding step's caches under the names the next step is fed). Repeatable.")
 @click.option("-o", "--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, "
               "...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
@@ -123,6 +139,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
         from ..executor import randomness
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups, strict_params)
+    fetches, keys = _fetch_keys(prog, fetches)
     feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
@@ -132,13 +149,13 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     with measuring as measured, naming_feed(feed):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
-        fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+        fetches = keys = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     if as_json:
         document = {"program": str(program), "ops": prog.num_ops(),
                     "fetched": [fetched(name, value) for name, value in zip(fetches, values)], "out": out,
                     **({"profile": measured.as_data()} if measured is not None else {})}
         if out:
-            _save_npz(out, _out_arrays(fetches, values))
+            _save_npz(out, _out_arrays(keys, values))
         emit(document)
         return
     aside = bool(out) and is_stdout(out)   # `--out -`: the arrays alone on stdout
@@ -146,9 +163,9 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
         click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
                    f"NAME (repeatable; gradc show lists the vars)", err=aside)
     if out:   # before the listing, which a reader such as `| head` may cut short
-        _save_npz(out, _out_arrays(fetches, values))
-    for name, value in zip(fetches, values):
-        click.echo(summary_line(name, dense_array(value)), err=aside)
+        _save_npz(out, _out_arrays(keys, values))
+    for name, key, value in zip(fetches, keys, values):
+        click.echo(summary_line(name if key == name else f"{name} (as {key})", dense_array(value)), err=aside)
     if out:
         click.echo(f"wrote {out}", err=aside)
     if measured is not None:
