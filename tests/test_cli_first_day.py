@@ -246,7 +246,7 @@ def test_info_of_a_training_program_names_its_loss(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "kind: training program (9 backward, 4 optimizer ops)" in done.stdout
     assert f"loss: {META['loss']} (its op's op_role marks it the loss)" in done.stdout
-    assert "parameters: 4 (212 values); other persistable vars (optimizer state, statistics): 17" in done.stdout
+    assert "parameters: 4 (212 values); other persistable vars: 17 (optimizer state 17)" in done.stdout
 
 
 def test_optimizer_settings_without_an_optimizer_or_with_a_slip_are_refused(tmp_path):

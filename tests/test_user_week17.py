@@ -153,13 +153,19 @@ def test_paddles_own_pir_training_program_trains_from_its_startup(files):
     """Before, Paddle's PIR minimize program (AdamW) could not be trained with its startup program: its accumulators
     are persistable `pd_op.data` ops, which gradc took for inputs ("data.npz has no array
     'l1.lora_v_B_moment1_0', which block 0, op 361 (adamw) reads"). Now they are state: 6 steps give Paddle's PIR
-    losses. The PIR forward keeps the base's stop_gradient, so compile freezes it with no --param."""
+    losses. The PIR forward keeps the base's stop_gradient, so compile freezes it with no --param; gradc info, which
+    called every persistable var that is no parameter "optimizer state, statistics", now says what the program does
+    with each: the 20 frozen weights are read only, the accumulators Paddle's minimize adds optimizer state."""
     expected = np.load(WEEK / "pir_losses.npy")
     run = gradc_cli("train", files / "pir_train.json", "--startup", files / "pir_startup.json", "--params",
                     files / "base.npz", "--data", files / "data.npz", "--batch-size", 2, "--lr-schedule", SCHEDULE,
                     "--json", "--log-every", 1)
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(_step_losses(run.stdout), expected, rtol=1e-6)
+    info = {name: gradc_cli("info", files / f"{name}.json").stdout for name in ("pir_forward", "pir_train")}
+    assert "parameters: 8 (512 values); other persistable vars: 20 (read only: frozen weights 20)" in info["pir_forward"]
+    assert ("other persistable vars: 53 (optimizer state 33; read only: frozen weights 20)" in info["pir_train"]
+            and "inputs:\n  labels  int64[-1, 8]\n  tokens  int64[-1, 8]\n" in info["pir_train"])
     compiled = gradc_cli("compile", files / "pir_forward.json", "-o", files / "pir.pb", *ADAMW, "--json")
     assert sorted(row["parameter"] for row in json.loads(compiled.stdout)["parameters"]) == sorted(
         name for name in np.load(WEEK / "adapters.npz").files if "@" not in name)

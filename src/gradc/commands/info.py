@@ -51,7 +51,24 @@ def summary(program: str) -> dict:
             "parameters": [_var(block, var.name) for var in sorted(params or persistable, key=lambda v: v.name)],
             "parameter_values": sum(_size(var.shape) for var in params or persistable),
             "other_persistable": len(persistable) - len(params) if params else 0,
+            "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
+
+
+def _other_persistable(block: Block, persistable: list) -> dict[str, int]:
+    """How many persistable vars that are no parameter the program keeps as an optimizer's state, writes (running
+    statistics, counters), or only reads: a frozen weight (stop_gradient, Paddle's trainable=False)."""
+    updating = {name for op, kind in zip(block.ops, op_kinds(block)) if kind == OPTIMIZER
+                for name in (*op.input_names(), *op.output_names())}
+    written = {name for op in block.ops for name in op.output_names()}
+    counts = Counter("optimizer state" if var.name in updating else "written: statistics, counters"
+                     if var.name in written else "read only: frozen weights" for var in persistable
+                     if not var.is_parameter)
+    return dict(sorted(counts.items()))
+
+
+def _listed(kinds: dict[str, int]) -> str:
+    return "; ".join(f"{kind} {count}" for kind, count in kinds.items())
 
 
 def _lines(facts: dict) -> list[str]:
@@ -63,7 +80,8 @@ def _lines(facts: dict) -> list[str]:
     params, others = facts["parameters"], facts["other_persistable"]
     if facts["parameters_marked"]:
         lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values)"
-                     + (f"; other persistable vars (optimizer state, statistics): {others}" if others else ""))
+                     + (f"; other persistable vars: {others} ({_listed(facts['other_persistable_kinds'])})"
+                        if others else ""))
     else:
         lines.append(f"persistable vars (the values --params gives): {len(params)} ({facts['parameter_values']:,} "
                      f"values)")
