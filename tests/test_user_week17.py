@@ -163,7 +163,8 @@ def test_paddles_own_pir_training_program_trains_from_its_startup(files):
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(_step_losses(run.stdout), expected, rtol=1e-6)
     info = {name: gradc_cli("info", files / f"{name}.json").stdout for name in ("pir_forward", "pir_train")}
-    assert "parameters: 8 (512 values); other persistable vars: 20 (read only: frozen weights 20)" in info["pir_forward"]
+    assert ("parameters: 8 (512 values); other persistable vars: 20 (read only: frozen weights 20)"
+            in info["pir_forward"])
     assert ("other persistable vars: 53 (optimizer state 33; read only: frozen weights 20)" in info["pir_train"]
             and "inputs:\n  labels  int64[-1, 8]\n  tokens  int64[-1, 8]\n" in info["pir_train"])
     compiled = gradc_cli("compile", files / "pir_forward.json", "-o", files / "pir.pb", *ADAMW, "--json")
