@@ -102,7 +102,7 @@ def test_name_globs_of_compile_and_check(files):
 
 
 def test_recompute_and_the_schedule_as_ops_give_the_same_training(files, trained):
-    """--recompute auto (6 segments of the 205 forward ops) trains bit for bit as without it, and the warmup + cosine
+    """--recompute auto (12 segments of the 215 forward ops) trains bit for bit as without it, and the warmup + cosine
     written as ops (--lr-schedule cosine --warmup-steps 2) gives Paddle's rates: both to Paddle's losses."""
     runs = {}
     for name, extra in (("ops", ()), ("recomputed", ("--recompute", "auto"))):
@@ -110,10 +110,33 @@ def test_recompute_and_the_schedule_as_ops_give_the_same_training(files, trained
                              "--lr", "0.05", "--lr-schedule", "cosine", "--decay-steps", 6, "--warmup-steps", 2, *extra)
         assert compiled.returncode == 0, compiled.stderr
         runs[name] = _train(files, files / f"{name}.pb")
-    assert "recompute: 6 segments" in compiled.stdout
+    assert "recompute: 12 segments" in compiled.stdout
     assert runs["ops"][0] == runs["recomputed"][0]
     assert all(np.array_equal(runs["ops"][1][name], runs["recomputed"][1][name]) for name in runs["ops"][1])
     np.testing.assert_allclose(runs["ops"][0], META["losses"], rtol=1e-6)
+
+
+def test_check_nan_lets_a_causal_masks_minus_inf_through_and_still_catches_a_fed_one(files, trained):
+    """Before, gradc train --check-nan stopped at the first step's fill_any_like (op 174) writing the second layer's
+    -inf mask (paddle.where with full_like(-inf), as masked_fill writes it): "wrote -Inf ... it read X=tmp_53", so
+    no model with an -inf causal mask could be watched for NaN. Now an infinity the op's attributes ask for passes, and
+    so does one an earlier op's checked output carried in (the where, the scores); the softmax absorbs it, the steps
+    give Paddle's losses. A NaN, or an infinity fed in, is still caught where it is first read."""
+    common = ("--startup", files / "startup.pb", "--startup", files / "train.startup.pb", "--params",
+              files / "base.npz", "--batch-size", 2, "--lr-schedule", SCHEDULE, "--check-nan")
+    run = gradc_cli("train", files / "train.pb", *common, "--data", files / "data.npz", "--json", "--log-every", 1)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(_step_losses(run.stdout), META["losses"], rtol=1e-6)
+    scope = gradc.Scope()
+    gradc.load_params(scope, files / "train.npz", gradc.load(files / "lora.pb"))
+    scope["embed"] = np.where(np.arange(32)[:, None] == 5, np.float32(np.inf), scope["embed"]).astype(np.float32)
+    executor = gradc.Executor()
+    executor.check_finite = True
+    data = np.load(files / "data.npz")
+    with pytest.raises(gradc.ExecutionError, match=r"block 0, op 0 \(lookup_table_v2\) wrote Inf into "
+                                                   r"'embedding_0.tmp_0'"):
+        executor.run(gradc.load(files / "lora.pb"), feed={"tokens": np.full((2, 8), 5), "labels": data["labels"][:2]},
+                     fetch_list=[META["loss"]], scope=scope)
 
 
 def test_token_labels_read_through_cross_entropys_unsqueeze_are_checked_and_scored(files, trained):
@@ -143,7 +166,7 @@ def test_token_labels_read_through_cross_entropys_unsqueeze_are_checked_and_scor
                     files / "train.startup.pb", "--params", files / "base.npz", "--data", files / "bad.npz",
                     "--batch-size", 2, "--lr-schedule", SCHEDULE)
     assert run.returncode == 1
-    assert run.stderr.strip().endswith("array 'labels' holds the label 40 (example 10), but block 0, op 203 "
+    assert run.stderr.strip().endswith("array 'labels' holds the label 40 (example 10), but block 0, op 213 "
                                        "(softmax_with_cross_entropy) has 32 classes (the last dim of "
                                        "'matmul_v2_26.tmp_0'): a label is 0 to 31, or -100 (its ignore_index) to "
                                        "leave an example out")

@@ -1,10 +1,11 @@
 """The LLM fine-tuner's programs of docs/tools.md's 'An LLM fine-tuner's week': a tiny LLaMA-style decoder (2 layers,
 hidden 16, 2 heads of 8, vocabulary 32) written with Paddle 3.3.1's ops: RMSNorm by hand (rsqrt of the mean square),
 rotary embeddings by hand (sin/cos tables from arange, rotate-half by slicing and concat), causal attention with an
-additive -1e4 mask, a SwiGLU MLP, the output projection tied to the input embedding, and cross-entropy with
-ignore_index -100 on the padding. The pretrained base weights are frozen (trainable=False); LoRA adapters (rank 4,
-alpha 8: scaling 2) on the q and v projections train with AdamW (weight decay 0.01 on the A matrices only, by
-apply_decay_param_fun), LinearWarmup(CosineAnnealingDecay) and global-norm clipping 1.0, 6 steps.
+additive -1e4 mask (the second layer's: -inf by paddle.where, as masked_fill), a SwiGLU MLP, the output projection
+tied to the input embedding, and cross-entropy with ignore_index -100 on the padding. The pretrained base weights are
+frozen (trainable=False); LoRA adapters (rank 4, alpha 8: scaling 2) on the q and v projections train with AdamW
+(weight decay 0.01 on the A matrices only, by apply_decay_param_fun), LinearWarmup(CosineAnnealingDecay) and
+global-norm clipping 1.0, 6 steps.
 
 Written (programs gzipped; legacy ones with FLAGS_enable_pir_api=0): lora.pb (the forward with the loss), startup.pb
 (Paddle's, seeded: the adapters' initial values), base.npz (the pretrained base weights), data.npz (6 batches of 2 as
@@ -102,8 +103,12 @@ def decoder(params, tokens, start, caches=None):
             k, v = paddle.concat([caches[2 * i], k], axis=2), paddle.concat([caches[2 * i + 1], v], axis=2)
         new_caches += [k, v]
         key_pos = paddle.arange(0, paddle.shape(k)[2], dtype="float32")
-        future = paddle.cast(paddle.unsqueeze(key_pos, 0) > paddle.unsqueeze(query_pos, 1), "float32")
-        scores = paddle.matmul(q, k, transpose_y=True) * (1 / math.sqrt(DIM)) + future * -1e4
+        future = paddle.unsqueeze(key_pos, 0) > paddle.unsqueeze(query_pos, 1)
+        scores = paddle.matmul(q, k, transpose_y=True) * (1 / math.sqrt(DIM))
+        if i == 0:   # an additive -1e4 mask; the second layer masks with -inf, as masked_fill does
+            scores = scores + paddle.cast(future, "float32") * -1e4
+        else:
+            scores = paddle.where(future, paddle.full_like(scores, float("-inf")), scores)
         attn = paddle.matmul(F.softmax(scores, axis=-1), v)
         attn = paddle.reshape(paddle.transpose(attn, [0, 2, 1, 3]), [0, 0, HIDDEN])
         x = x + paddle.matmul(attn, p["wo"])

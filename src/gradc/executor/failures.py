@@ -77,12 +77,38 @@ class NonFiniteError(ExecutionError):
 
 
 def check_finite(ctx, results: dict) -> None:
-    """Raise NonFiniteError for the first float output of this op holding NaN or Inf."""
+    """Raise NonFiniteError for the first float output of this op holding NaN, or an infinity the program did not
+    ask for: one its attributes ask for (a causal mask's fill_constant of -inf) passes, and so does one of a sign it
+    read from an earlier op's output (that mask's triu, the scores it is added to), which passed the check there;
+    an infinity fed or given as a parameter is caught by its first reader."""
     for slot, value in results.items():
         values = value if type(value) is list else [value]
         for name, array in zip(ctx.op.outputs.get(slot, ()), values):
             if isinstance(array, np.ndarray) and array.dtype.kind in "fc" and not np.isfinite(array).all():
-                raise NonFiniteError(ctx.where, name, slot, _non_finite(array), detail=_what_it_read(ctx))
+                what = _non_finite(array)
+                if what == "NaN" or not _infinities_given(ctx, array):
+                    raise NonFiniteError(ctx.where, name, slot, what, detail=_what_it_read(ctx))
+
+
+def _infinities_given(ctx, array: np.ndarray) -> bool:
+    """Whether each sign of infinity in ``array`` is one the op's attributes hold or one an input an op of the program
+    wrote holds."""
+    if any(_infinite(value) for value in ctx.op.attrs.values()):
+        return True
+    written = {name for block in ctx.block.program.blocks for op in block.ops for name in op.output_names()}
+    read = [ctx.scope.find(name) for args in ctx.op.inputs.values() for name in args if name in written]
+    read = [value for value in read if isinstance(value, np.ndarray) and value.dtype.kind in "fc"]
+    return all(not test(array).any() or any(test(value).any() for value in read)
+               for test in (np.isposinf, np.isneginf))
+
+
+def _infinite(attr) -> bool:
+    """An attribute value that is or holds an infinity (fill_constant's value and its str_value '-inf')."""
+    if isinstance(attr, (list, tuple)):
+        return any(_infinite(item) for item in attr)
+    if isinstance(attr, str):
+        return attr.strip().lower().lstrip("+-") in ("inf", "infinity")
+    return isinstance(attr, float) and np.isinf(attr)
 
 
 def _non_finite(array: np.ndarray) -> str:
