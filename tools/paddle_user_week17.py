@@ -14,13 +14,10 @@ over tokens [B, S] with its key/value caches in and out, the tokens' positions f
 when the caches are empty, a decoding step otherwise), generate.pb (greedy generation in one program: the prefill and
 a while_loop of decoding steps, its caches growing), generation.npz (the prompt, the greedy tokens Paddle's executor
 gives by step.pb and by generate.pb alike, the prefill's logits), meta.json (Paddle's losses per step of its own
-minimize, the learning rates, the vars' names). With `pir`: pir_forward.json, pir_train.json, pir_startup.json (the
-same LoRA model and minimize in PIR mode) and pir_losses.npy (Paddle's losses over the same batches); merged.json /
-merged.pdiparams (the merged model by paddle.jit.save, Paddle's fused_rms_norm for the final norm) and pir.npz (its
-input and the logits Paddle's Predictor gives).
+minimize, the learning rates, the vars' names). tools/paddle_user_week17_pir.py adds the PIR programs.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week17.py tests/data/paddle/user_week17
-    FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week17.py tests/data/paddle/user_week17 pir
+    FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week17_pir.py tests/data/paddle/user_week17
 """
 
 import gzip
@@ -32,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
+import paddle_legacy_shim
+from paddle_programs import without_callstacks
 
 VOCAB, HIDDEN, HEADS, DIM, FFN, LAYERS = 32, 16, 2, 8, 24, 2
 RANK, ALPHA, EPS = 4, 8, 1e-6
@@ -49,11 +48,6 @@ RNG = np.random.default_rng(17)
 def write_gz(path: Path, data: bytes) -> None:
     """Programs are kept gzipped (a tenth of their size); tests/test_user_week17.py unpacks them as a user has them."""
     path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
-
-
-def gzip_file(path: Path) -> None:
-    write_gz(path, path.read_bytes())
-    path.unlink()
 
 
 def pretrained() -> dict:
@@ -177,7 +171,6 @@ def train(main, startup, loss, schedule, base: dict, data: list) -> tuple[list, 
 
 
 def legacy(out: Path) -> None:
-    import paddle_legacy_shim
     paddle_legacy_shim.install()
     paddle.enable_static()
     base = pretrained()
@@ -186,7 +179,6 @@ def legacy(out: Path) -> None:
     losses, rates, initial, trained = train(main, startup, loss, schedule, base, data)
     exe = paddle.static.Executor(paddle.CPUPlace())
 
-    from paddle_programs import without_callstacks
     write_gz(out / "lora.pb", without_callstacks(forward))
     write_gz(out / "startup.pb", without_callstacks(startup))
     np.savez(out / "base.npz", **base)
@@ -238,7 +230,6 @@ def generation(out: Path, merged: dict, exe) -> np.ndarray:
             state = dict(zip(state, fetched[2:]))
             feed_tokens = fetched[0]
             generated.append(feed_tokens[:, 0])
-    from paddle_programs import without_callstacks
     write_gz(out / "step.pb", without_callstacks(program))
     names = {"next_token": next_token.name, "logits": logits.name, "caches": [c.name for c in new_caches]}
     tokens_out = np.stack(generated, 1)
@@ -274,68 +265,10 @@ def generate_loop(out: Path, merged: dict, prompt: np.ndarray, exe) -> np.ndarra
         for name, value in merged.items():
             scope.var(name).get_tensor().set(value, paddle.CPUPlace())
         (result,) = exe.run(program, feed={"prompt": prompt}, fetch_list=[generated])
-    from paddle_programs import without_callstacks
     write_gz(out / "generate.pb", without_callstacks(program))
     return generated.name, result
 
 
-class Merged(paddle.nn.Layer):
-    def __init__(self, weights: dict):
-        super().__init__()
-        self.names = sorted(weights)
-        for name in self.names:
-            self.add_parameter(name.replace(".", "_"), paddle.create_parameter(
-                weights[name].shape, "float32", default_initializer=paddle.nn.initializer.Assign(weights[name])))
-
-    def forward(self, tokens):
-        params = {name: getattr(self, name.replace(".", "_")) for name in self.names}
-        return decoder({**params, "fused": True}, tokens, 0)[0]
-
-
-def pir_training(out: Path) -> None:
-    """The same LoRA model and AdamW minimize in PIR mode: Paddle's training program (the loss fetched as "loss") and
-    startup as pir_train.json / pir_startup.json, the forward before minimize as pir_forward.json, Paddle's losses
-    over the same batches from the same base (pir_losses.npy)."""
-    from paddle.base import core
-    paddle.enable_static()
-    base = dict(np.load(out / "base.npz"))
-    arrays = np.load(out / "data.npz")
-    data = [{key: arrays[key][BATCH * i:BATCH * (i + 1)] for key in ("tokens", "labels")} for i in range(STEPS)]
-    main, forward, startup, loss, _, schedule = lora_programs()
-    for program in (main, forward):
-        with paddle.static.program_guard(program):
-            paddle._pir_ops.fetch(program.global_block().ops[-1].result(0) if program is forward else loss, "loss",
-                                  0).persistable = True
-    for program, stem in ((main, "pir_train"), (forward, "pir_forward"), (startup, "pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        gzip_file(out / f"{stem}.json")
-    losses = train(main, startup, loss, schedule, base, data)[0]
-    np.save(out / "pir_losses.npy", np.array(losses, np.float32))
-    paddle.disable_static()
-
-
-def pir(out: Path) -> None:
-    pir_training(out)
-    generation_npz = np.load(out / "generation.npz")
-    adapters = np.load(out / "adapters.npz")
-    model = Merged(merge(dict(np.load(out / "base.npz")), {name: adapters[name] for name in ADAPTERS}))
-    model.eval()
-    static = paddle.jit.to_static(model, input_spec=[paddle.static.InputSpec([-1, -1], "int64", "tokens")])
-    paddle.jit.save(static, str(out / "merged"))
-    (out / "merged.pdiparams.info").unlink(missing_ok=True)
-    tokens = generation_npz["prompt"]
-    config = paddle.inference.Config(str(out / "merged.json"), str(out / "merged.pdiparams"))
-    config.disable_mkldnn()
-    predictor = paddle.inference.create_predictor(config)
-    predictor.get_input_handle(predictor.get_input_names()[0]).copy_from_cpu(tokens)
-    predictor.run()
-    logits = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
-    np.savez(out / "pir.npz", tokens=tokens, logits=logits)
-    gzip_file(out / "merged.json")
-
-
 if __name__ == "__main__":
-    target = Path(sys.argv[1])
-    target.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    pir(target) if sys.argv[2:] == ["pir"] else legacy(target)
+    Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+    legacy(Path(sys.argv[1]))
