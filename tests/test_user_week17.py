@@ -77,6 +77,15 @@ def test_only_the_adapters_train_to_paddles_losses_and_the_base_stays_bit_identi
         np.testing.assert_allclose(params[name], adapters[name], atol=2e-5, err_msg=name)
 
 
+def _batch_and_params(files):
+    """The first batch, and the base with Paddle's trained adapters, as .npz files."""
+    data, adapters = np.load(files / "data.npz"), np.load(WEEK / "adapters.npz")
+    np.savez(files / "batch.npz", tokens=data["tokens"][:2], labels=data["labels"][:2])
+    np.savez(files / "all.npz", **np.load(files / "base.npz"),
+             **{name: adapters[name] for name in adapters.files if "@" not in name})
+    return files / "batch.npz", files / "all.npz"
+
+
 def test_name_globs_of_compile_and_check(files):
     """--param, --no-grad and check's --wrt take globs; a glob that matches nothing is one line naming the names.
     (l0.attn_norm gets no gradient with the projections frozen: Paddle marked its output stop_gradient, every input
@@ -89,12 +98,8 @@ def test_name_globs_of_compile_and_check(files):
     adapters = ["lora_q_A", "lora_q_B", "lora_v_A", "lora_v_B"]
     assert graded == ["embed", "final_norm", *[f"l0.{name}" for name in adapters], "l0.mlp_norm", "l1.attn_norm",
                       *[f"l1.{name}" for name in adapters], "l1.mlp_norm"]
-    data = np.load(files / "data.npz")
-    np.savez(files / "batch.npz", tokens=data["tokens"][:2], labels=data["labels"][:2])
-    adapters = np.load(WEEK / "adapters.npz")
-    np.savez(files / "all.npz", **np.load(files / "base.npz"),
-             **{name: adapters[name] for name in adapters.files if "@" not in name})
-    run = gradc_cli("check", files / "lora.pb", "--feed", files / "batch.npz", "--params", files / "all.npz",
+    batch, params = _batch_and_params(files)
+    run = gradc_cli("check", files / "lora.pb", "--feed", batch, "--params", params,
                     "--wrt", "*lora_v*", "--max-elements", 3)
     assert run.returncode == 0, run.stderr
     assert [line.split()[0] for line in run.stdout.splitlines()[:-1]] == ["l0.lora_v_A", "l0.lora_v_B",
@@ -137,6 +142,21 @@ def test_check_nan_lets_a_causal_masks_minus_inf_through_and_still_catches_a_fed
                                                    r"'embedding_0.tmp_0'"):
         executor.run(gradc.load(files / "lora.pb"), feed={"tokens": np.full((2, 8), 5), "labels": data["labels"][:2]},
                      fetch_list=[META["loss"]], scope=scope)
+
+
+def test_precision_takes_the_masks_minus_inf_for_exact(files):
+    """Before, gradc precision of the LoRA program put the -inf mask's fill_any_like (op 174) first, its error and
+    growth inf (-inf - -inf in float32 against float64), and every op reading the mask after it had an infinite
+    input error, growth 0. Now equal infinities are no error: the top row is the loss's softmax (1.4e-6, growth 2.2),
+    every error is finite and the largest value is taken over finite values."""
+    batch, params = _batch_and_params(files)
+    run = gradc_cli("precision", files / "lora.pb", "--feed", batch, "--params", params,
+                    "--top", 500, "--json")
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)["rows"]
+    assert all(np.isfinite(row["error"]) and np.isfinite(row["inputs"]) for row in rows)
+    assert rows[0]["type"] == "softmax_with_cross_entropy" and rows[0]["error"] < 3e-6
+    assert next(row for row in rows if row["op"] == 174)["error"] == 0
 
 
 def test_token_labels_read_through_cross_entropys_unsqueeze_are_checked_and_scored(files, trained):

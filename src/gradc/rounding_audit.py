@@ -45,11 +45,13 @@ def _relative(low, wide, dtype: int) -> float | None:
     low, wide = np.asarray(widened(low, dtype == VarType.BF16)), np.asarray(wide)
     if low.shape != wide.shape or wide.dtype.kind != "f" or wide.size == 0:
         return None
-    scale = np.abs(wide).max()
-    both_nan = np.isnan(low) & np.isnan(wide)
-    distance = np.abs(np.where(both_nan, 0.0, low - wide))
-    if np.isnan(distance).any():
+    agree = (low == wide) | (np.isnan(low) & np.isnan(wide))   # the same infinity too: a causal mask's -inf
+    with np.errstate(invalid="ignore"):
+        distance = np.abs(np.where(agree, 0.0, low - wide))
+    if not np.isfinite(distance).all():
         return float("inf")
+    finite = np.abs(wide[np.isfinite(wide)])
+    scale = finite.max() if finite.size else 0.0
     return float(distance.max() / scale) if scale else float(distance.max())
 
 
