@@ -16,13 +16,12 @@ import numpy as np
 from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
 from .backward.names import GradNames
-from .bfloat16 import from_bits
 from .central_differences import directional_derivatives, numeric_grad, random_directions, settled
 from .cut_paths import detached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
-from .ir import DIFFERENTIABLE_DTYPES, Program, VarType, to_var_type
-from .passes import Float64Pass
+from .float64_copies import float64_copy
+from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 
 
 class GradcheckError(GradcError):
@@ -187,28 +186,6 @@ class VarCheck:
     max_abs_error: float
     mismatch: Mismatch | None
     directions: int = 0     # compared along that many random directions instead (checked is then 0)
-
-
-def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
-    """A copy of ``program`` with every float32 (float16, bfloat16) var widened to float64 (central differences in
-    float32 lose half the digits), and each mapping of ``values`` with its arrays widened likewise."""
-    wide = program.clone()
-    Float64Pass()(wide)
-    bfloat16 = {name for name, var in program.global_block.vars.items() if var.dtype == VarType.BF16}
-    return (wide, *({name: widened(v, name in bfloat16) for name, v in mapping.items()} for mapping in values))
-
-
-def widened(value, bfloat16: bool = False):
-    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); a bfloat16
-    var's uint16 array (Paddle's bits) as its values; other values as they are."""
-    if isinstance(value, LoDTensor):
-        return LoDTensor(widened(value.array, bfloat16), value.lod)
-    value = np.asarray(value)
-    if bfloat16 and value.dtype == np.uint16:
-        return from_bits(value).astype(np.float64)
-    wider = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float64,
-             np.dtype(np.complex64): np.complex128}.get(value.dtype)
-    return value if wider is None else value.astype(wider)
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,

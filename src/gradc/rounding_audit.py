@@ -15,7 +15,7 @@ import numpy as np
 from .errors import GradcError
 from .executor import Executor, Scope
 from .executor.randomness import seed as seed_draws
-from .gradcheck import float64_copy, widened
+from .float64_copies import float64_copy, widened
 from .ir import Program, VarType
 from .passes import Float64Pass
 
