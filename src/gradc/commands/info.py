@@ -117,7 +117,7 @@ def _by_col(block: Block, kind: str) -> list:
 
 def _inputs(block: Block) -> list[str]:
     feeds = [name for op in _by_col(block, "feed") for name in op.output("Out")]
-    return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed and not var.persistable)
+    return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
 
 
 def _loss(program: Program) -> tuple[str | None, str]:

@@ -156,10 +156,9 @@ def _feed_names(feeds: list) -> list[str]:
 
 
 def program_inputs(block: Block) -> list[str]:
-    """What a program takes: its feed ops' vars (a saved model), else its data vars (need_check_feed) but the
-    persistable ones: a PIR training program's learning rate and optimizer state are data ops its startup fills."""
-    return _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values()
-                                                if var.need_check_feed and not var.persistable]
+    """What a program takes: its feed ops' vars (a saved model), else its data vars (need_check_feed; a PIR training
+    program's persistable data ops, its learning rate and optimizer state, are state its startup fills: not marked)."""
+    return _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values() if var.need_check_feed]
 
 
 def _expected_feeds(block: Block, name: str) -> str:
