@@ -212,8 +212,13 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..cut_paths import gradientless_ops
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
-    from ..training.programs import is_training_op, updates_parameters
+    from ..training.programs import checkable_forward_part, is_training_op, updates_parameters
     prog = load(program)
+    if updates_parameters(prog) and (forward := checkable_forward_part(prog)) is not None:
+        # Paddle's minimize program, saved as it trains, has no forward program beside it: check its forward part
+        click.echo(f"gradc: note: '{program}' is a training program: checking its forward part (its backward and "
+                   f"optimizer ops left out)", err=True)
+        prog = forward
     if updates_parameters(prog):   # each forward run of the comparison would move the parameters it differentiates
         raise GradcError(f"'{program}' is already a training program (it has optimizer ops, which would move the "
                          f"parameters at every run of the comparison): check the forward program it was compiled from")

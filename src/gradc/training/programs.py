@@ -47,10 +47,10 @@ def updates_nothing(program: Program) -> str | None:
             f"compile FORWARD.pb -o TRAIN.pb --optimizer adam (or sgd, momentum, ...) writes a training program")
 
 
-def forward_part(program: Program, derivatives_of: Iterable[str] = ()) -> Program:
-    """A copy without the training ops, in test mode, without the vars no op uses any more. ``derivatives_of``:
-    vars (an export's fetches) whose backward ops stay, as Paddle's save_inference_model keeps them (a PINN's
-    du/dx, written by the backward of u, is part of the model)."""
+def forward_part(program: Program, derivatives_of: Iterable[str] = (), test_mode: bool = True) -> Program:
+    """A copy without the training ops, in test mode (unless ``test_mode`` is False), without the vars no op uses any
+    more. ``derivatives_of``: vars (an export's fetches) whose backward ops stay, as Paddle's save_inference_model
+    keeps them (a PINN's du/dx, written by the backward of u, is part of the model)."""
     test = program.clone()
     block = test.global_block
     kinds = op_kinds(block)   # a PIR program's ops have no op_role: inferred
@@ -63,9 +63,25 @@ def forward_part(program: Program, derivatives_of: Iterable[str] = ()) -> Progra
     if not block.ops:
         raise GradcError("the program has no forward ops (only backward, optimizer or learning-rate ops)")
     _empty_unreachable_blocks(test)
-    set_test_mode(test)
+    if test_mode:
+        set_test_mode(test)
     drop_unused_vars(test)
     return test
+
+
+def checkable_forward_part(program: Program) -> Program | None:
+    """The forward part (in training mode) of a whole training program, Paddle's minimize program saved as it trains,
+    or None: no backward op, or a forward op reads what a backward op writes (a gradient penalty)."""
+    kinds = op_kinds(program.global_block)
+    if BACKWARD not in kinds:
+        return None
+    forward = forward_part(program, test_mode=False)
+    written = {name for op in forward.global_block.ops for name in op.output_names()}
+    state = set(persistable_names(program))   # parameters and optimizer state: the values --params and startups give
+    trained = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
+               for name in op.output_names()} - written - state
+    read = {name for op in forward.global_block.ops for name in op.input_names()}
+    return None if read & trained else forward
 
 
 def _derivative_ops(ops: list, kinds: list[str], wanted: set[str]) -> set[int]:
