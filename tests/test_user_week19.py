@@ -129,3 +129,29 @@ def test_the_exported_denoiser_samples_paddles_ddim_images(tmp_path):
         clean = (image - np.sqrt(1 - a_bar[t]) * eps) / np.sqrt(a_bar[t])
         image = clean if t_next < 0 else np.sqrt(a_bar[t_next]) * clean + np.sqrt(1 - a_bar[t_next]) * eps
         np.testing.assert_allclose(image, paddle[f"step{index}"], rtol=1e-5, atol=1e-5)
+
+
+def test_train_saves_the_ema_weights_paddles_apply_gives(tmp_path):
+    """Before, a command-line user lost the EMA: gradc train --save-params writes the model's parameters (the raw
+    weights, and the EMA's step counter), not the averages (optimizer state), and no command bias-corrected them as
+    ema.apply() does. Now --save-ema writes them: Paddle's EMA weights but for the key bias (above), which export as
+    the model's; a program without an EMA is refused, naming what adds one."""
+    data = ("--startup", WEEK / "ddpm_startup.pb", "--data", WEEK / "batches.npz", "--batch-size", 4,
+            "--lr-schedule", WARMUP)
+    run = gradc_cli("train", WEEK / "ddpm.pb", *data, "--save-ema", tmp_path / "ema.npz")
+    assert run.returncode == 0, run.stderr
+    assert f"wrote {tmp_path / 'ema.npz'} (30 model parameters, their exponential moving averages)" in run.stdout
+    ema, paddle = np.load(tmp_path / "ema.npz"), dict(np.load(WEEK / "ddpm_ema.npz"))
+    paddle["linear_2.b_0"][KEY_BIAS] = ema["linear_2.b_0"][KEY_BIAS]
+    for name, value in paddle.items():
+        np.testing.assert_allclose(ema[name], value, rtol=1e-5, atol=1e-7, err_msg=name)
+    exported = gradc_cli("export", WEEK / "ddpm.pb", "--params", tmp_path / "ema.npz", "--input", f"{META['x_t']}=x_t",
+                         "--input", "t", "--input", "label", "--fetch", f"{META['pred']}=eps", "-o", tmp_path / "ema")
+    assert exported.returncode == 0, exported.stderr
+    scope = gradc.Scope()
+    gradc.load_params(scope, tmp_path / "ema.pdiparams", gradc.load(tmp_path / "ema.pdmodel"))
+    np.testing.assert_array_equal(scope["group_norm_3.w_0"], ema["group_norm_3.w_0"])
+    refused = gradc_cli("train", WEEK / "ddpm_forward.pb", *data, "--save-ema", tmp_path / "none.npz")
+    assert refused.returncode == 1 and refused.stderr == (
+        f"gradc: error: '{WEEK / 'ddpm_forward.pb'}' keeps no exponential moving average (no var @EMA_STEP_COUNTER@): "
+        f"paddle.static.ExponentialMovingAverage(decay).update() after minimize adds one\n")

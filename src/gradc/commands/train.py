@@ -16,6 +16,7 @@ from ..optimizers.schedule_ops import KINDS
 from ..schedules import learning_rate_vars
 from ..training import Dataset, OneBatch, Trainer, load_params
 from ..training import save_params as write_model_params
+from ..training.ema import ema_applied, require_ema
 from ..training.interrupt import Stopped
 from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
@@ -73,6 +74,9 @@ from .train_report import JsonLinesReporter
 @click.option("--save-params", type=click.Path(), help="Write the trained model parameters (no optimizer state): "
               ".npz, .pdiparams (Paddle's load_inference_model reads it) or .pdparams; a .pdopt gets the "
               "optimizer's state instead, as paddle.static.save splits them.")
+@click.option("--save-ema", type=click.Path(), help="Write the parameters' exponential moving averages (the "
+              "program's paddle.static.ExponentialMovingAverage), bias-corrected as its apply() gives them: the "
+              "weights to sample or export. .npz, .pdiparams or .pdparams.")
 @click.option("--plot", type=click.Path(), help="Draw the fetched scalars per step and per epoch (.png, .svg; "
               "needs matplotlib: pip install 'gradc[plot]').")
 @click.option("--lr-schedule", metavar="SPEC",
@@ -87,7 +91,7 @@ from .train_report import JsonLinesReporter
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
           early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every,
-          paddle_stream, resume, save_params, plot, lr_schedule, lr, lr_var, as_json, strict_params):
+          paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -113,16 +117,19 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if lr_schedule in KINDS:
         raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
                                f"compile (with --decay-steps N); gradc train then needs no schedule")
-    for path in (save_params, plot):
+    for path in (save_params, save_ema, plot):
         if path:
             check_writable(path)
             if as_json and is_stdout(path):
                 raise click.UsageError(f"--json and {path}: both would write to stdout; give a file")
-    if save_params:
-        check_params_path(save_params)
+    for path in (save_params, save_ema):
+        if path:
+            check_params_path(path)
     if plot:
         require_matplotlib()
     training = load(program)
+    if save_ema:
+        require_ema(training, program)
     reason = updates_nothing(training)
     if reason:
         raise GradcError(f"{program}: {reason}")
@@ -162,6 +169,10 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
         if not as_json:
             held = "optimizer state values" if str(save_params).endswith(".pdopt") else "model parameters"
             click.echo(f"wrote {save_params} ({len(names)} {held})")
+    if save_ema:
+        names = write_model_params(ema_applied(trainer.scope), save_ema, trainer.program)
+        if not as_json:
+            click.echo(f"wrote {save_ema} ({len(names)} model parameters, their exponential moving averages)")
     if plot:
         plot_history(history, plot)
         if not as_json:
