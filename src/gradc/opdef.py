@@ -123,6 +123,12 @@ class OpDef:
         return tuple((name, not slot.dispensable and not (slot.duplicable and self.sub_block_attr), not slot.duplicable)
                      for name, slot in zip(self.inputs, map(self.slots.__getitem__, self.inputs)))
 
+    @cached_property
+    def input_checks(self) -> tuple[tuple[str, ...], tuple[tuple[str, bool, bool], ...]]:
+        """input_rules split for definition_problem: the slots that must hold exactly one var (most), then the rest."""
+        one_var = tuple(name for name, required, single in self.input_rules if required and single)
+        return one_var, tuple(rule for rule in self.input_rules if rule[0] not in one_var)
+
     def slot(self, name: str) -> Slot | None:
         return self.slots.get(name)
 
@@ -222,11 +228,17 @@ def definition_problem(op: OpDesc) -> str | None:
     if opdef is None:
         return None
     given = op.inputs
-    for name, required, single in opdef.input_rules:
+    one_var, other_rules = opdef.input_checks
+    for name in one_var:
+        args = given.get(name)
+        if args is None or len(args) != 1:
+            return slot_problem(op)
+    for name, required, single in other_rules:
         args = given.get(name)
         if (required and not args) or (single and args and len(args) > 1):
             return slot_problem(op)
-    if opdef.sub_block_attr or not opdef.attr_types.items() >= op.attr_types.items():
+    attr_types = op.attr_types
+    if opdef.sub_block_attr or (attr_types and not opdef.attr_types.items() >= attr_types.items()):
         return attr_type_problem(op)
     return None
 
