@@ -60,12 +60,15 @@ class Versions:
         if rewritten is None:
             rewritten = self._rewritten[block.idx] = set()
             used: set[str] = set()
+            use = used.update
             for op in block.ops:
-                for args in op.inputs.values():   # op.input_names() without building its list
-                    used.update(args)
+                use(*op.inputs.values())   # op.input_names() in one call, without building its list
                 if op.var_attrs:
-                    used.update(op.attr_var_names())
+                    use(op.attr_var_names())
                 for args in op.outputs.values():
+                    if len(args) == 1 and args[0] not in used:   # most slots: one var, written first here
+                        used.add(args[0])
+                        continue
                     for name in args:
                         if name in used:
                             rewritten.add(name)
