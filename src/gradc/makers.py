@@ -214,7 +214,7 @@ class GradOp:
         # most slots hold one var: a one-item list built directly, without map's or a comprehension's call
         inputs = {}
         for slot, is_input in uses:
-            inputs[slot] = list((forward_inputs if is_input else forward_outputs).get(slot, ()))
+            inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
         for slot, grad_slot in output_grads:
             args = forward_outputs.get(slot, ())
             inputs[grad_slot] = [grad_names[args[0]]] if len(args) == 1 else [grad_names[n] for n in args]
