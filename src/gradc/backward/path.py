@@ -66,10 +66,11 @@ def _type_facts(type: str) -> _TypeFacts:
 
 
 class _Facts(dict):
-    """op type -> _TypeFacts, each type asked once."""
+    """op type -> its _TypeFacts as a plain tuple, each type asked once: find_path unpacks them per op, which a
+    NamedTuple's field reads cost more than."""
 
-    def __missing__(self, type: str) -> _TypeFacts:
-        facts = self[type] = _type_facts(type)
+    def __missing__(self, type: str) -> tuple[frozenset[str], bool, bool, bool]:
+        facts = self[type] = tuple(_type_facts(type))
         return facts
 
 
@@ -84,14 +85,13 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     facts_of = _Facts()
     op_facts = [facts_of[op.type] for op in ops]
     outputs_of = [op.output_names() for op in ops]
-    partly_written = [] if all(facts.overwrites for facts in facts_of.values()) else \
-        [name for outputs, facts in zip(outputs_of, op_facts) if not facts.overwrites for name in outputs]
+    partly_written = [] if all(overwrites for _, _, overwrites, _ in facts_of.values()) else \
+        [name for outputs, (_, _, overwrites, _) in zip(outputs_of, op_facts) if not overwrites for name in outputs]
     carrying = _Carrying(differentiable, leaves, partly_written)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
     # per op, plain loops: no comprehension (a frame of its own in Python 3.11), no filter objects for an op's few names
     is_carrying, is_differentiable, keep = carrying.__getitem__, differentiable.__getitem__, carrying.setdefault
-    for op, outputs, facts in zip(ops, outputs_of, op_facts):
-        skip = facts.skip
+    for op, outputs, (skip, has_grad, overwrites, _) in zip(ops, outputs_of, op_facts):
         carried = []
         if skip:
             for slot, args in op.inputs.items():
@@ -102,10 +102,10 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 for name in args:
                     if carrying[name]:
                         carried.append(name)
-        if not facts.has_grad:   # read all the same: a leaf's first read counts
+        if not has_grad:   # read all the same: a leaf's first read counts
             carried = []
         carried_inputs.append(carried)
-        if facts.overwrites:
+        if overwrites:
             for name in outputs:
                 carrying[name] = is_differentiable(name) if carried else False
         else:
@@ -120,18 +120,19 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     # a name enters needed differentiable, unless a target or a given leaf is not: then outputs are checked
     checked = all(map(is_differentiable, targets | (leaves or set())))
     on_path = []
-    for idx, inputs, all_outputs, facts in zip(range(len(ops) - 1, -1, -1), reversed(carried_inputs),
-                                               reversed(outputs_of), reversed(op_facts)):
+    for idx, inputs, all_outputs, (_, _, overwrites, control) in zip(range(len(ops) - 1, -1, -1),
+                                                                     reversed(carried_inputs), reversed(outputs_of),
+                                                                     reversed(op_facts)):
         if len(all_outputs) == 1:   # most ops: one output, tested without filter's objects
             outputs = all_outputs if all_outputs[0] in needed else ()
         else:
             outputs = list(filter(needed.__contains__, all_outputs))
         if outputs and not checked:
             outputs = list(filter(is_differentiable, outputs))
-        if facts.overwrites:
+        if overwrites:
             needed.difference_update(all_outputs)
         if inputs and outputs:
-            if facts.control and registry.sub_block(ops[idx]) is not None:   # only what its body uses
+            if control and registry.sub_block(ops[idx]) is not None:   # only what its body uses
                 inner = sub_block_path(block.program, ops[idx], set(outputs), set(inputs), no_grad, sub_paths)[0]
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:
