@@ -183,19 +183,20 @@ class GradOp:
 
     uses: tuple[str, ...]
     grad_type: str | None = None
-    _layouts: dict = field(default_factory=dict, init=False, compare=False, repr=False)   # op type -> _Layout
+    _layouts: dict = field(default_factory=dict, init=False, compare=False, repr=False)   # op type -> its _Layout
 
     def type_for(self, opdef: OpDef) -> str:
         return self.grad_type or f"{opdef.type}_grad"
 
-    def _new_layout(self, opdef: OpDef) -> _Layout:
-        """The grad op's slots for this definition, worked out once per op type (grad_ops looks it up in _layouts
-        first; a definition registered again gets its own)."""
-        layout = self._layouts[opdef.type] = _Layout(
+    def _new_layout(self, opdef: OpDef) -> tuple:
+        """The grad op's slots for this definition (a _Layout's fields as a plain tuple, which grad_ops unpacks faster),
+        worked out once per op type (grad_ops looks it up in _layouts first; a definition registered again gets its
+        own)."""
+        layout = self._layouts[opdef.type] = tuple(_Layout(
             opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
             tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
             tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs),
-            tuple(opdef.attrs))
+            tuple(opdef.attrs)))
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
@@ -207,7 +208,7 @@ class GradOp:
         makes most of a backward's ops (the backward calls it without a GradContext, with its GradNames and
         wanted set: a subscript and an 'in' test cost less than calls of their bound methods)."""
         layout = self._layouts.get(opdef.type)
-        if layout is None or layout.opdef is not opdef:
+        if layout is None or layout[0] is not opdef:
             layout = self._new_layout(opdef)
         _, grad_type, uses, output_grads, input_grads, attr_names = layout
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
