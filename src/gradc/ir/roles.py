@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from .descs import OpDesc
 from .types import AttrType
 
@@ -37,7 +39,7 @@ def set_roles(ops, role: int) -> None:
 def tag_param_grads(last_writer: dict[str, OpDesc], pairs: list[tuple[str, str]]) -> None:
     """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad (``last_writer``: each
     name's last writer among the backward's ops)."""
-    for param, grad in sorted(pairs):
+    for param, grad in sorted(pairs, key=itemgetter(0)):   # a grad's name follows from its parameter's
         writer = last_writer.get(grad)
         if writer is None:
             continue
