@@ -107,7 +107,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
                                                given=given))
     roles.set_roles(backward_ops, roles.BACKWARD)
     block.ops.extend(backward_ops)
-    last_writer = declare_grad_vars(block, backward_ops)
+    last_writer = declare_grad_vars(block, backward_ops, names.sources)
     block.program.mark_changed()
     return path, last_writer
 

@@ -26,12 +26,14 @@ class GradNames(dict):
         super().__init__()
         protocol = user_backward_blocks(program)
         self.taken = set(chain.from_iterable(block.vars for block in program.blocks if block.idx not in protocol))
+        self.sources: dict[str, str] = {}   # grad name -> its var: declare_grad_vars reads it, no string cut per grad
 
     def __missing__(self, var: str) -> str:
         name, count = var + GRAD_SUFFIX, 2
         while name in self.taken:
             name, count = f"{var}{GRAD_SUFFIX}@{count}", count + 1
         self[var] = name
+        self.sources[name] = var
         return name
 
     def name_all(self, variables: Iterable[str]) -> None:
@@ -39,7 +41,9 @@ class GradNames(dict):
         thousands); a name already taken is left to __missing__. A var named before gets the name __missing__ gave it:
         the same, as it was not taken."""
         taken = self.taken
-        self.update({var: name for var in variables if (name := var + GRAD_SUFFIX) not in taken})
+        named = {var: name for var in variables if (name := var + GRAD_SUFFIX) not in taken}
+        self.update(named)
+        self.sources.update(zip(named.values(), named))
 
     __call__ = dict.__getitem__   # the backward names grads per op: no Python-level call once a name is made
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from ..errors import GradError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
 from .sparse import mark_sparse_grads
@@ -34,8 +37,10 @@ def derived_var(source: VarDesc, name: str) -> VarDesc:
     return var
 
 
-def declare_grad_vars(block: Block, ops: list[OpDesc]) -> dict[str, OpDesc]:
-    """Declare every var the ops write that is not declared yet; returns the last of the ops writing each name
+def declare_grad_vars(block: Block, ops: list[OpDesc], sources: Mapping[str, str] = MappingProxyType({})
+                      ) -> dict[str, OpDesc]:
+    """Declare every var the ops write that is not declared yet, typed like the var it is the grad of (``sources``:
+    grad name -> var, GradNames.sources, else found from the name); returns the last of the ops writing each name
     (roles.tag_param_grads reads it: found in this walk, not another)."""
     created = False
     last_writer: dict[str, OpDesc] = {}
@@ -46,7 +51,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> dict[str, OpDesc]:
                 last_writer[name] = op
                 if name in declared or name == EMPTY_VAR:
                     continue
-                base = name[:-_SUFFIX_LEN] if name.endswith(GRAD_SUFFIX) else forward_name(name)
+                base = sources.get(name) or (name[:-_SUFFIX_LEN] if name.endswith(GRAD_SUFFIX) else forward_name(name))
                 source = own.get(base) or lookup(block, base)
                 if source is None:
                     continue
