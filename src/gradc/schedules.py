@@ -195,10 +195,11 @@ def parse(spec: str) -> Schedule:
 
 def learning_rate_vars(program: Program) -> list[str]:
     """The vars that hold the learning rate: those the optimizer ops read as it, traced back through the ops
-    that derive per-parameter rates (ParamAttr(learning_rate=r) scales it) to the vars no op writes."""
-    block = program.global_block
-    writers = {name: op for op in block.ops for name in op.output_names()}
-    pending = [name for op in block.ops if op.type in UPDATES and not UPDATES[op.type].lr_like_param
+    that derive per-parameter rates (ParamAttr(learning_rate=r) scales it) to the vars no op writes; in every block
+    (GradientMergeOptimizer's updates run inside a conditional_block, once every k_steps runs)."""
+    ops = [op for block in program.blocks for op in block.ops]
+    writers = {name: op for op in ops for name in op.output_names()}
+    pending = [name for op in ops if op.type in UPDATES and not UPDATES[op.type].lr_like_param
                for name in op.input(UPDATES[op.type].lr)]
     roots, seen = set(), set()
     while pending:
@@ -228,6 +229,17 @@ def learning_rate_var(program: Program, name: str | None = None) -> str:
         what = "no optimizer op reads a learning rate" if not found else f"several vars: {', '.join(found)}"
         raise GradcError(f"cannot tell which var a schedule writes ({what}); name it (--lr-var, lr_var= in Python)")
     return found[0]
+
+
+GRADIENT_MERGE_K = "gradient_merge_k"   # GradientMergeOptimizer's k_steps: a persistable var its startup fills
+
+
+def runs_per_update(program: Program, scope) -> int:
+    """The runs of one optimizer step: GradientMergeOptimizer's k_steps (its updates run every k-th run, and its user
+    steps Paddle's scheduler after each of them), else 1."""
+    if program.global_block.find_var(GRADIENT_MERGE_K) is None or GRADIENT_MERGE_K not in scope:
+        return 1
+    return int(scope[GRADIENT_MERGE_K].reshape(-1)[0])
 
 
 def write_learning_rate(program: Program, scope, value: float, name: str | None = None) -> None:

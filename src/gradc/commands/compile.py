@@ -12,7 +12,7 @@ from ..backward.ungraded import warn_ungraded
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
-from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
+from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
@@ -63,6 +63,9 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
     if as_json and is_stdout(output):
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
+    param_lrs = optimizer_settings.pop("param_lrs")
+    if param_lrs and optimizer_settings["optimizer"] is None:
+        raise GradcError("--param-lr: only with --optimizer")
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
     if optimizer is not None and "optimizer" in extra_passes:
@@ -86,7 +89,9 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         no_grad = matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
                             "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
-        updating = [OptimizerPass(optimizer, backward=backward)] if optimizer is not None else []
+        parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
+        attrs = param_attrs(param_lrs, parameters)
+        updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
         passes = [VerifyPass(), backward, *memory, *updating]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
         exclusion, undecayed = decay_exclusion(optimizer), None

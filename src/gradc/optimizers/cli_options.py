@@ -13,7 +13,7 @@ import click
 from ..errors import GradcError, GradcWarning, closest
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
-from .base import Optimizer
+from .base import Optimizer, ParamAttr
 from .schedule_ops import KINDS, ProgramSchedule
 
 # optimizers whose weight decay is their own (decoupled) setting, not a regularizer: --opt sets it
@@ -54,6 +54,9 @@ OPTIONS = [
     click.option("--no-decay", multiple=True, metavar="GLOB",
                  help="adamw, lamb: no weight decay on the parameters whose names match, e.g. '*.b_*' 'layer_norm*' "
                       "(Paddle's apply_decay_param_fun / exclude_from_weight_decay_fn). Repeatable."),
+    click.option("--param-lr", "param_lrs", multiple=True, metavar="GLOB=RATE",
+                 help="The learning rate of the parameters whose names match, times RATE (Paddle's "
+                      "ParamAttr(learning_rate=RATE): layer-wise decay, 'linear_[0-5].*=0.5'). Repeatable."),
 ]
 
 
@@ -72,6 +75,31 @@ def _argument(text: str) -> tuple[str, object]:
         return key.strip(), ast.literal_eval(value.strip())
     except (SyntaxError, ValueError):
         return key.strip(), value.strip()   # a bare word is a string
+
+
+def param_attrs(specs, parameters: list[str]) -> dict[str, ParamAttr]:
+    """--param-lr GLOB=RATE: each matching parameter's ParamAttr(learning_rate=RATE); a glob matching nothing, or a
+    parameter two globs give different rates, is an error."""
+    attrs: dict[str, ParamAttr] = {}
+    for spec in specs:
+        pattern, equals, rate = spec.rpartition("=")
+        try:
+            multiplier = float(rate)
+        except ValueError:
+            multiplier = None
+        if not equals or not pattern or multiplier is None:
+            raise GradcError(f"--param-lr takes GLOB=RATE (a number), not '{spec}'")
+        matched = [name for name in parameters if fnmatch.fnmatchcase(name, pattern)]
+        if not matched:
+            close = closest(pattern, parameters)
+            raise GradcError(f"--param-lr {spec}: no parameter's name matches {pattern}"
+                             + (f" (did you mean {close}?)" if close else ""))
+        for name in matched:
+            if name in attrs and attrs[name].learning_rate != multiplier:
+                raise GradcError(f"--param-lr: {name} matches two rates, {attrs[name].learning_rate:g} and "
+                                 f"{multiplier:g}")
+            attrs[name] = ParamAttr(learning_rate=multiplier)
+    return attrs
 
 
 # the argument of Paddle's class that leaves a parameter out of the decay, and whether it is true for the excluded

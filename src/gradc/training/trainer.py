@@ -86,7 +86,8 @@ class Trainer:
         """One step of the training program on ``feed``; the fetched scalars."""
         self._reseed(STEP, self.step)
         if self.schedule is not None:
-            schedules.write_learning_rate(self.program, self.scope, self.schedule(self.step), self.lr_var)
+            update = self.step // schedules.runs_per_update(self.program, self.scope)   # gradient merge: k runs
+            schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
         try:
             values = self.executor.run(self.program, feed, self.fetch + [grad for _, grad in self.gradient_pairs],
                                        self.scope)
