@@ -156,3 +156,14 @@ def test_the_saved_eval_model_runs_and_evaluates_as_paddles_predictor(files, tmp
     result = json.loads(evaluated.stdout)
     for k in (1, 5):
         assert result[f"acc_top{k}"] == pytest.approx((ranked[:, :k] == label[:, None]).any(axis=1).mean())
+
+
+def test_the_jit_saved_pir_model_runs_with_the_trained_weights_as_paddles_predictor(files, tmp_path):
+    """Not a fault: the eval model saved by paddle.jit.save (PIR's model.json, Paddle 3's default) runs in gradc with
+    Paddle's trained weights given by name (vit_trained.npz, the legacy program's) to the Predictor's logits."""
+    run = gradc_cli("run", files / "vit_pir.json", "--params", WEEK / "vit_trained.npz", "--feed", WEEK / "test.npz",
+                    "--out", tmp_path / "logits.npz")
+    assert run.returncode == 0, run.stderr
+    logits = np.load(tmp_path / "logits.npz")
+    paddle = np.load(WEEK / "predictor_pir.npz")[META["pir"]["logits"]]
+    np.testing.assert_allclose(logits[logits.files[0]], paddle, rtol=1e-5, atol=2e-6)

@@ -11,20 +11,24 @@ Paddle 3.3.1's layers and trained by Paddle's executor (legacy static mode):
 - merge: the same model and optimizer under GradientMergeOptimizer(k_steps=2, avg=True), stepped over 2 micro-batches
   of 4 for each of the vit case's first 2 batches (the same lambda, each micro-batch permuted within itself).
 - the eval model (no drop path, no mixup) saved by save_inference_model from Paddle's trained scope, run by Paddle's
-  Predictor on held-out images.
+  Predictor on held-out images; and, in PIR mode (Paddle 3's default), the same eval model in dygraph with the trained
+  weights, saved by paddle.jit.save and run by the Predictor.
 
 Writes vit.pb.gz / vit_forward.pb.gz / vit_startup.pb.gz and merge.pb.gz / merge_startup.pb.gz (the programs,
 gzipped), vit_trained.npz (every parameter after Paddle's 6 steps), batches.npz (the examples, their drop-path masks,
 mixup permutations and, per step, lambda; in Paddle's order), test.npz (held-out images and labels),
-vit_infer.pdmodel.gz (the saved eval model), predictor.npz (the Predictor's logits) and meta.json (Paddle's losses per
-step, its learning rates, the vars' names). The merge case feeds the first 2 batches of batches.npz as micro-batches of
-4, each permutation taken modulo 4.
+vit_infer.pdmodel.gz (the saved eval model), predictor.npz (the Predictor's logits), vit_pir.json.gz and
+predictor_pir.npz (the jit.save'd model, its weights being vit_trained.npz, and its Predictor's logits) and
+meta.json (Paddle's losses per step, its learning rates, the vars' names). The merge case feeds the first 2 batches
+of batches.npz as micro-batches of 4, each permutation taken modulo 4.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week20.py tests/data/paddle/user_week20
 """
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -223,6 +227,32 @@ def main(out: Path) -> None:
         write_program(out / "merge.pb", merge_program)
         write_program(out / "merge_startup.pb", merge_startup)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
+    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
+                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+
+
+def main_pir(out: Path) -> None:
+    """The eval model in dygraph with Paddle's trained weights (the same generated names), saved by paddle.jit.save
+    (PIR's model.json; its weights are vit_trained.npz) and run by the Predictor on the held-out images."""
+    meta = json.loads((out / "meta.json").read_text())
+    model = ViT()
+    model.set_state_dict({key: value for key, value in zip(model.state_dict(), _trained(out, model))})
+    model.eval()
+    with tempfile.TemporaryDirectory() as saved:
+        paddle.jit.save(model, f"{saved}/vit", input_spec=[paddle.static.InputSpec([-1, 3, IMAGE, IMAGE], "float32",
+                                                                                     "image")])
+        (out / "vit_pir.json.gz").write_bytes(gzip.compress(Path(f"{saved}/vit.json").read_bytes(), mtime=0))
+        outputs = predict(f"{saved}/vit.json", f"{saved}/vit.pdiparams", {"image": np.load(out / "test.npz")["image"]})
+    meta["pir"] = {"logits": next(iter(outputs))}
+    np.savez(out / "predictor_pir.npz", **outputs)
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def _trained(out: Path, model) -> list:
+    """Paddle's trained values in the order of the model's state_dict, by the parameters' generated names."""
+    trained = np.load(out / "vit_trained.npz")
+    return [trained[param.name] for param in model.state_dict().values()]
 
 
 def predict(model: str, params_file: str, feed: dict) -> dict:
@@ -234,4 +264,7 @@ def predict(model: str, params_file: str, feed: dict) -> dict:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[2:] == ["--pir"]:
+        main_pir(Path(sys.argv[1]))
+    else:
+        main(Path(sys.argv[1]))
