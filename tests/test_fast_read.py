@@ -341,3 +341,38 @@ def test_a_paddle_program_is_read_and_compiled_without_importing_protobuf(tmp_pa
     reference = program_from_proto(pb.ProgramDesc.FromString(source.read_bytes()))
     gradc.append_backward(reference, json.loads((source.parent / "meta.json").read_text())["loss"])
     assert (tmp_path / "train.pb").read_bytes() == gradc.io.serialize(reference)
+
+
+def _mentions(program) -> list[str]:
+    """Every name, slot and op type a program holds, one entry a mention (text attributes included: op_role_var
+    names a parameter and its grad)."""
+    found = []
+    for block in program.blocks:
+        for key, var in block.vars.items():
+            found += (key, var.name)
+        for op in block.ops:
+            found.append(op.type)
+            for slots in op.inputs, op.outputs:
+                for slot, args in slots.items():
+                    found += (slot, *args)
+            for name, value in op.attrs.items():
+                if op.attr_types[name] in (AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS):
+                    found += value if type(value) is list else [value]
+    return found
+
+
+def test_a_name_is_one_string_wherever_the_program_names_it():
+    program = gradc.io.parse_program((DATA / "mlp" / "backward.pb").read_bytes())
+    mentions = _mentions(program)
+    first = {}
+    for text in mentions:
+        assert first.setdefault(text, text) is text, text
+    assert len(mentions) > 3 * len(first)   # every var is named by the block and by ops: most mentions repeat
+    assert "fc_0.w_0@GRAD" in [v for op in program.global_block.ops for v in op.attrs.get("op_role_var", ())]
+
+
+def test_a_slot_naming_one_var_holds_a_list_of_one():
+    program = gradc.io.parse_program((DATA / "mlp" / "backward.pb").read_bytes())
+    single = [args for op in program.global_block.ops for slots in (op.inputs, op.outputs)
+              for args in slots.values() if len(args) == 1]
+    assert single and all(sys.getsizeof(args) == sys.getsizeof([None]) for args in single)

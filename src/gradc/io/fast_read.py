@@ -6,8 +6,8 @@ A program repeats itself: its vars differ in name but share a handful of types a
 their attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same
 line). So a var's bytes after its name, an op's run of attributes, and each attribute of a run not met before
 (a grad op's op_role_var names its own parameter, the rest repeat) are looked up in tables of those already
-converted; blocks, slots and names are read from the bytes directly, and a var body, attribute or header met
-first is decoded by gradc.io.plain_decode. The result is the same IR the reference converters in
+converted; blocks, slots and names are read from the bytes directly (a name decoded once, every mention of it
+sharing that str), and a var body, attribute or header met first is decoded by gradc.io.plain_decode. The result is the same IR the reference converters in
 gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual layout) is parsed by
 protobuf, imported only then, and goes through those converters; bytes protobuf would refuse, or whose
 required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names the
@@ -17,7 +17,7 @@ fault. Bytes converted once were checked then, so a table hit needs no check.
 from __future__ import annotations
 
 from ..ir import Block, OpDesc, Program, VarDesc, var_attrs_of
-from .plain_decode import PlainDecoder
+from .plain_decode import PlainDecoder, shared_text
 from .wire_values import read_varint
 
 
@@ -93,7 +93,10 @@ class Reader:
     """One load: the var bodies and attribute runs converted so far."""
 
     def __init__(self):
-        self.plain = PlainDecoder()
+        # every name, slot, op type and text attribute read so far, by its bytes: a program names each var several
+        # times, and one str per name (not one per mention) takes less memory and is hashed once by the passes' dicts
+        self._texts: dict[bytes, str] = {}
+        self.plain = PlainDecoder(self._texts)
         self._var_bodies: dict[bytes, tuple] = {}
         self._attr_runs: dict[bytes, tuple] = {}
         self._attrs: dict[bytes, tuple] = {}   # one OpDesc.Attr's bytes -> (name, type, value)
@@ -136,10 +139,13 @@ class Reader:
         head = pos + 2 + size
         if size >= 128 or head > end:   # a long name, or none first: the reference converter
             return _reference_var(data[pos:end], msg)
-        try:
-            name = data[pos + 2:head].decode()
-        except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
-            return _reference_var(data[pos:end], msg)
+        raw, texts = data[pos + 2:head], self._texts
+        name = texts.get(raw)
+        if name is None:   # most vars are declared before the ops name them
+            try:
+                name = texts[raw] = raw.decode()
+            except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
+                return _reference_var(data[pos:end], msg)
         body = data[head:end]
         known = self._var_bodies.get(body)
         if known is None:
@@ -170,7 +176,7 @@ class Reader:
 
     def _op(self, data: bytes) -> OpDesc:
         pos, size = 0, len(data)
-        inputs, outputs = {}, {}
+        inputs, outputs, texts = {}, {}, self._texts
         op = OpDesc.__new__(OpDesc)
         op.is_target = None
         run = None
@@ -184,7 +190,8 @@ class Reader:
                     raise _Unusual
                 length = data[pos + 1]
                 length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
-                slot = data[pos:pos + length].decode()
+                raw = data[pos:pos + length]
+                slot = texts.get(raw) or shared_text(texts, raw)
                 pos += length
                 args = []
                 while pos < end:
@@ -192,14 +199,20 @@ class Reader:
                         raise _Unusual
                     length = data[pos + 1]
                     length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
-                    args.append(data[pos:pos + length].decode())
+                    raw = data[pos:pos + length]
+                    name = texts.get(raw) or shared_text(texts, raw)
+                    if args:
+                        args.append(name)
+                    else:
+                        args = [name]   # most slots name one var: a list of one, not append's four places
                     pos += length
                 if pos != end:
                     raise _Unusual
                 (inputs if tag == 0x0A else outputs)[slot] = args
             elif tag == 0x1A:
                 length, pos = read_varint(data, pos + 1)
-                op.type = data[pos:pos + length].decode()
+                raw = data[pos:pos + length]
+                op.type = texts.get(raw) or shared_text(texts, raw)
                 pos += length
             elif tag == 0x22 and run is None:
                 start = pos

@@ -89,10 +89,12 @@ def _only(found: list, numbers: tuple[int, ...]) -> dict[int, object]:
 
 
 class PlainDecoder:
-    """One load's decoder, with the encoder its results are checked against."""
+    """One load's decoder, with the encoder its results are checked against (``texts``: the load's names by their
+    bytes, which text-valued attributes share)."""
 
-    def __init__(self):
+    def __init__(self, texts: dict[bytes, str] | None = None):
         self._encoder = Encoder()
+        self._texts = {} if texts is None else texts
 
     def var(self, name: str, body: bytes, data: bytes) -> VarDesc | None:
         """The VarDesc whose bytes are ``data``: ``name``, then ``body``; None where it is not plain."""
@@ -106,7 +108,7 @@ class PlainDecoder:
         """(name, type, value) of the OpDesc.Attr ``chunk`` (``tagged``: as the OpDesc's field); None where it is
         not plain."""
         try:
-            name, kind, value = _strings_attr(chunk) or _attr(chunk)
+            name, kind, value = _strings_attr(chunk, self._texts) or _attr(chunk, self._texts)
             return (name, kind, value) if self._encoder.attr(name, kind, value) == tagged else None
         except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
             return None
@@ -215,7 +217,16 @@ def tensor_desc(raw: bytes) -> tuple[int, tuple[int, ...]] | None:
         return None
 
 
-def _strings_attr(chunk: bytes) -> tuple[str, int, list[str]] | None:
+def shared_text(texts: dict[bytes, str], raw: bytes) -> str:
+    """The str of the UTF-8 ``raw`` (a UnicodeDecodeError where it is not), the one ``texts`` holds where it was met
+    before."""
+    text = texts.get(raw)
+    if text is None:
+        text = texts[raw] = raw.decode()
+    return text
+
+
+def _strings_attr(chunk: bytes, texts: dict[bytes, str]) -> tuple[str, int, list[str]] | None:
     """A STRINGS attribute read straight from the one layout protobuf writes for it (name, type, each string, every
     length under 128): a grad op's op_role_var, one per parameter, is met once each. None for any other layout."""
     size, pos = len(chunk), 2 + chunk[1]
@@ -226,24 +237,24 @@ def _strings_attr(chunk: bytes) -> tuple[str, int, list[str]] | None:
         if chunk[pos] != 0x42 or chunk[pos + 1] > 127:
             return None
         end = pos + 2 + chunk[pos + 1]
-        values.append(chunk[pos + 2:end].decode())
+        values.append(shared_text(texts, chunk[pos + 2:end]))
         pos = end
     return (name, _STRINGS, values) if pos == size else None
 
 
-def _attr(chunk: bytes) -> tuple[str, int, object]:
+def _attr(chunk: bytes, texts: dict[bytes, str]) -> tuple[str, int, object]:
     found = fields(chunk)
     if len(found) < 2 or found[0][:2] != (1, _BYTES) or found[1][:2] != (2, _VARINT):
         raise _NotPlain
     name, kind = found[0][2].decode(), found[1][2]
     number, wire, repeated = _ATTR_FIELDS[AttrType(kind)]
-    values = [_attr_value(kind, wire, value) for n, w, value in found[2:] if (n, w) == (number, wire)]
+    values = [_attr_value(kind, wire, value, texts) for n, w, value in found[2:] if (n, w) == (number, wire)]
     if len(values) != len(found) - 2 or (not repeated and len(values) > 1):
         raise _NotPlain
     return name, kind, values if repeated else (values[0] if values else None)
 
 
-def _attr_value(kind: int, wire: int, raw):
+def _attr_value(kind: int, wire: int, raw, texts: dict[bytes, str]):
     if wire == _FIXED32:
         return struct.unpack("<f", raw)[0]
     if wire == _FIXED64:
@@ -251,7 +262,7 @@ def _attr_value(kind: int, wire: int, raw):
     if wire == _BYTES:
         if kind not in _TEXT_TYPES:
             raise _NotPlain
-        return raw.decode()
+        return shared_text(texts, raw)
     return bool(raw) if kind in _BOOLEAN_TYPES else _signed(raw)
 
 
