@@ -2,16 +2,16 @@
 (reading a field of a protobuf message from Python costs about as much as protobuf's parse of the field; making
 no messages at all, and so serialising none again, takes a fifth off a load).
 
-A program repeats itself: its vars differ in name but share a handful of types and flags, its ops share
-their attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same
-line). So a var's bytes after its name, an op's run of attributes, and each attribute of a run not met before
-(a grad op's op_role_var names its own parameter, the rest repeat) are looked up in tables of those already
-converted; blocks, slots and names are read from the bytes directly (a name decoded once, every mention of it
-sharing that str), and a var body, attribute or header met first is decoded by gradc.io.plain_decode. The result is the same IR the reference converters in
-gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual layout) is parsed by
-protobuf, imported only then, and goes through those converters; bytes protobuf would refuse, or whose
-required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names the
-fault. Bytes converted once were checked then, so a table hit needs no check.
+A program repeats itself: its vars differ in name but share a handful of types and flags, its ops share their
+attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same line). So a
+var's bytes after its name, an op's run of attributes, and each attribute of a run not met before (a grad op's
+op_role_var names its own parameter, the rest repeat) are looked up in tables of those already converted; blocks,
+slots and names are read from the bytes directly (a name decoded once, every mention of it sharing that str), and a
+var body, attribute or header met first is decoded by gradc.io.plain_decode. The result is the same IR the reference
+converters in gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual layout) is
+parsed by protobuf, imported only then, and goes through those converters; bytes protobuf would refuse, or whose
+required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names the fault.
+Bytes converted once were checked then, so a table hit needs no check.
 """
 
 from __future__ import annotations
