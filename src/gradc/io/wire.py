@@ -54,13 +54,16 @@ class Encoder:
 
     # ------------------------------------------------------------ program, block
     def program(self, program: Program) -> bytes:
+        out = bytearray()   # one buffer the fields are appended to: no list of small bytes objects to join
         try:
-            parts = [length_prefixed(b"\x0a", self.block(block)) for block in program.blocks]
-            parts += self.header(program)
+            for block in program.blocks:
+                self.block(block, out)
+            for field in self.header(program):
+                out += field
         except (Unusual, TypeError, ValueError, UnicodeError):
             from .protobuf import program_to_proto
             return program_to_proto(program).SerializeToString(deterministic=True)
-        return b"".join(parts)
+        return bytes(out)
 
     @staticmethod
     def header(program: Program) -> list[bytes]:
@@ -74,18 +77,22 @@ class Encoder:
             parts.append(length_prefixed(b"\x2a", pairs))
         return parts
 
-    def block(self, block: Block) -> bytes:
-        parts = [b"\x08" + as_int(block.idx, INT32), b"\x10" + as_int(block.parent_idx, INT32)]
-        append, small, framed_var, op = parts.append, SMALL, self.framed_var, self.op
+    def block(self, block: Block, out: bytearray) -> None:
+        """Append the block as the ProgramDesc's field 1: its fields, then its tag and length put before them."""
+        start = len(out)
+        out += b"\x08" + as_int(block.idx, INT32) + b"\x10" + as_int(block.parent_idx, INT32)
+        small, framed_var, op = SMALL, self.framed_var, self.op
         for item in block.vars.values():
-            append(framed_var(item))
+            out += framed_var(item)
         for item in block.ops:
             body = op(item)
             size = len(body)
-            append(b"\x22" + (small[size] if size < 128 else varint(size)) + body)
+            out += b"\x22"
+            out += small[size] if size < 128 else varint(size)
+            out += body
         if block.forward_block_idx is not None:
-            parts.append(b"\x28" + as_int(block.forward_block_idx, INT32))
-        return b"".join(parts)
+            out += b"\x28" + as_int(block.forward_block_idx, INT32)
+        out[start:start] = b"\x0a" + varint(len(out) - start)
 
     # ------------------------------------------------------------ var
     def framed_var(self, var: VarDesc) -> bytes:
