@@ -53,8 +53,10 @@ class Encoder:
         self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
 
     # ------------------------------------------------------------ program, block
-    def program(self, program: Program) -> bytes:
-        out = bytearray()   # one buffer the fields are appended to: no list of small bytes objects to join
+    def program(self, program: Program) -> bytes | bytearray:
+        """The program's bytes, in the one buffer its fields were appended to (bytes where the message path wrote
+        them)."""
+        out = bytearray()
         try:
             for block in program.blocks:
                 self.block(block, out)
@@ -63,7 +65,7 @@ class Encoder:
         except (Unusual, TypeError, ValueError, UnicodeError):
             from .protobuf import program_to_proto
             return program_to_proto(program).SerializeToString(deterministic=True)
-        return bytes(out)
+        return out
 
     @staticmethod
     def header(program: Program) -> list[bytes]:
@@ -265,7 +267,8 @@ def _cached(cache: dict, tag: bytes, text) -> bytes:
 
 
 def encode_program(program: Program) -> bytes:
-    return Encoder().program(program)
+    encoded = Encoder().program(program)
+    return bytes(encoded)   # copied once the encoder and its caches are freed: the peak holds one or the other
 
 
 def tensor_desc_bytes(dtype: int, dims) -> bytes:
