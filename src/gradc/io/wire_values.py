@@ -19,6 +19,8 @@ class Unusual(Exception):
 def varint(n: int) -> bytes:
     if 0 <= n < 128:
         return SMALL[n]
+    if 0 < n < 16384:   # two bytes: an op's or a var's length, often
+        return bytes((n & 127 | 128, n >> 7))
     if n < 0:
         n &= 0xFFFFFFFFFFFFFFFF   # two's complement in ten bytes, as protobuf writes negative ints
     out = bytearray()
