@@ -191,7 +191,9 @@ class Reader:
                 length = data[pos + 1]
                 length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
                 raw = data[pos:pos + length]
-                slot = texts.get(raw) or shared_text(texts, raw)
+                slot = texts.get(raw)
+                if slot is None:
+                    slot = shared_text(texts, raw)
                 pos += length
                 args = []
                 while pos < end:
@@ -200,7 +202,9 @@ class Reader:
                     length = data[pos + 1]
                     length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
                     raw = data[pos:pos + length]
-                    name = texts.get(raw) or shared_text(texts, raw)
+                    name = texts.get(raw)
+                    if name is None:
+                        name = shared_text(texts, raw)
                     if args:
                         args.append(name)
                     else:
