@@ -17,7 +17,8 @@ Written (programs gzipped): clip.pb, arcface.pb, triplet.pb (each the forward wi
 their startup programs' initial values in init_clip.npz, init_arcface.npz, init_triplet.npz; data.npz (the examples);
 image_tower.pdmodel.gz and text_tower.pdmodel.gz (save_inference_model of each tower alone from the trained CLIP scope,
 their weights in clip_trained.npz); predictor.npz (each tower's Predictor embeddings of the gallery, and Paddle's
-recall@1 and @5 of text-to-image retrieval); meta.json (the losses per step of Paddle's minimize, the vars' names).
+recall@1 and @5 of text-to-image retrieval); meta.json (the losses per step of Paddle's minimize, the vars' names,
+Paddle's float32 gradient of acos at 4 cosines near the clip).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week22.py tests/data/paddle/user_week22
 """
@@ -170,7 +171,21 @@ def main(out: Path) -> None:
             if kind == "clip":
                 np.savez(out / "clip_trained.npz", **params(scope, main_program))
                 meta["clip"] |= export_towers(out, exe, forward, outputs)
+    meta["acos_near_clip"] = acos_gradients()
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def acos_gradients() -> dict:
+    """Paddle's float32 gradient of acos at cosines near ArcFace's clip (1 - 1e-6), by its executor's backward."""
+    cosines = np.float32([0.999, 0.9999, 0.99999, 1 - COS_CLIP])
+    main_program, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main_program, startup):
+        x = paddle.static.data("x", [4], "float32")
+        x.stop_gradient = False
+        (grad,) = paddle.static.gradients([paddle.sum(paddle.acos(x))], [x])
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    (value,) = exe.run(main_program, feed={"x": cosines}, fetch_list=[grad])
+    return {"x": cosines.tolist(), "paddle": value.tolist()}
 
 
 def export_towers(out: Path, exe, forward, outputs: dict) -> dict:
