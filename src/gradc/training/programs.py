@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from .. import registry
 from ..errors import GradcError, closest
+from ..executor.feeding import program_inputs
 from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
 from ..ir import GRAD_SUFFIX, AttrType, Program, roles
@@ -166,3 +167,16 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
                              f"({feed_it}; or fetch something that does not depend on it)")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned
+
+
+def fetched_part(program: Program, fetches: list[str], fed: Iterable[str]) -> Program:
+    """The ops ``fetches`` need when the feed leaves out an input they do not need (a two-tower model's image
+    embeddings from images alone), as Paddle's ``exe.run(use_prune=True)``; else ``program`` whole (an input they
+    need is then named by the op that reads it)."""
+    fed = set(fed)
+    if not fetches or set(program_inputs(program.global_block)) <= fed:
+        return program
+    try:
+        return prune(program, fetches, fed)
+    except GradcError:
+        return program
