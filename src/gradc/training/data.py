@@ -4,13 +4,15 @@ of .npy files): a batch reads only its rows."""
 
 from __future__ import annotations
 
+import copy
 import os
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import FeedError, GradcError, op_location
+from ..errors import FeedError, GradcError, GradcWarning, op_location
 from ..executor.feeding import feed_values, program_inputs
 from ..executor.lod import LOD_SUFFIX, LoDTensor, checked_lod, with_lods
 from ..executor.scope import Scope
@@ -118,6 +120,25 @@ def as_data(data, what: str = "data", program: Program | None = None, others: bo
     if isinstance(data, (str, os.PathLike)):
         return Dataset.load(data, what, program, others)
     raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
+
+
+def without_unread(program: Program, data: Dataset | OneBatch) -> Dataset | OneBatch:
+    """Data holding every input of ``program``, without its arrays that name no var of it (the class labels of a data
+    set shared with another model's loss), with a warning, as Paddle's executor leaves out a feed it does not find."""
+    arrays = data.feed if isinstance(data, OneBatch) else data.arrays
+    block = program.global_block
+    unread = [name for name in arrays if block.find_var(name) is None]
+    if not unread or not set(program_inputs(block)) <= arrays.keys():
+        return data   # a slip of a name is said by check_fits, with the name meant
+    warnings.warn(f"{data.source} holds arrays the program does not read ({', '.join(unread)}; its inputs: "
+                  f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
+                  GradcWarning, stacklevel=2)
+    kept = {name: value for name, value in arrays.items() if name not in unread}
+    if isinstance(data, OneBatch):
+        return OneBatch(kept, data.source)
+    trimmed = copy.copy(data)
+    trimmed.arrays, trimmed.fixed = kept, {name: value for name, value in data.fixed.items() if name in kept}
+    return trimmed
 
 
 def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False,

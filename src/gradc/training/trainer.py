@@ -31,7 +31,7 @@ from ..io import load
 from ..ir import Program, VarType
 from .best import EarlyStopping, split_best
 from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch, as_data, check_fits
+from .data import Dataset, OneBatch, as_data, check_fits, without_unread
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .grad_norms import gradient_norms, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
@@ -144,7 +144,7 @@ class Trainer:
         early = None if early_stop is None else EarlyStopping(self.program, monitor or self.fetch[0], early_stop,
                                                               self.fetch)
         self.early_stopping = early
-        data = as_data(data, "data", self.program)
+        data = without_unread(self.program, as_data(data, "data", self.program))
         eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
