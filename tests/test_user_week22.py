@@ -155,3 +155,45 @@ def test_one_towers_embeddings_from_the_training_program_and_recall_at_k(files):
                     files / "only_image.npz", "--fetch", META["clip"]["loss"])
     assert run.returncode == 1
     assert "op 9 (lookup_table_v2) reads var 'tokens' (slot Ids), which is not fed" in run.stderr
+
+
+def test_near_the_clip_paddles_softmax_floor_bends_the_loss_not_its_gradient(files):
+    """At a logit scale of 99.5 (a parameter of 4.6, just under the clip's log 100) from the initial weights, some
+    true pairs' logits lie more than 64 below their row's largest: Paddle's CPU softmax_with_cross_entropy floors
+    x - max(x) at -64, so its loss is 33.9289 where the float64 InfoNCE is 34.7420, while its gradient of the scale
+    (34.6349) is the float64 InfoNCE's derivative, not that of the floored loss. gradc gives Paddle's loss and
+    gradient; gradc check, differencing the floored loss (29.82), reports the scale's gradient as differing. Left as
+    found (docs/tools.md): the floor is Paddle's forward, and its gradient is the one that trains."""
+    near = META["clip"]["near_the_clip"]
+    params = dict(np.load(files / "init_clip.npz")) | {"logit_scale": np.float32([near["logit_scale"]])}
+    np.savez(files / "near_clip.npz", **params)
+    data = np.load(files / "data.npz")
+    np.savez(files / "first_pairs.npz", image=data["image"][:8], tokens=data["tokens"][:8])
+    run = gradc_cli("check", files / "clip.pb", "--feed", files / "first_pairs.npz", "--params",
+                    files / "near_clip.npz", "--wrt", "logit_scale", "--json")
+    assert run.returncode == 1
+    (checked,) = json.loads(run.stdout)["vars"]
+    assert checked["mismatch"]["compiled"] == pytest.approx(near["grad"], rel=1e-6)
+    assert checked["mismatch"]["numeric"] == pytest.approx(29.8218, rel=1e-4)
+    scope = gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value
+    (loss,) = gradc.Executor().run(gradc.load(files / "clip.pb"), feed={"image": data["image"][:8],
+                                                                       "tokens": data["tokens"][:8]},
+                                   fetch_list=[META["clip"]["loss"]], scope=scope)
+    assert loss == pytest.approx(near["loss"], rel=1e-6)
+    wide = {name: value.astype(np.float64) for name, value in params.items()}
+
+    def unit(rows):
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    hidden = np.maximum(data["image"][:8] @ wide["img_fc1.w_0"] + wide["img_fc1.b_0"], 0)
+    images = unit(hidden @ wide["img_fc2.w_0"] + wide["img_fc2.b_0"])
+    texts = unit(wide["word_embed"][data["tokens"][:8]].mean(1) @ wide["txt_fc.w_0"] + wide["txt_fc.b_0"])
+    logits = images @ texts.T * np.exp(near["logit_scale"])
+
+    def cross_entropy(rows):
+        shifted = rows - rows.max(1, keepdims=True)
+        return np.mean(np.log(np.exp(shifted).sum(1)) - np.diag(shifted))
+
+    assert (cross_entropy(logits) + cross_entropy(logits.T)) / 2 == pytest.approx(34.7420, rel=1e-5)

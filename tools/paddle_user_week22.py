@@ -40,6 +40,7 @@ from paddle_programs import without_callstacks
 FEATURES, HIDDEN, EMBED, VOCAB, WORDS, CLASSES = 12, 16, 8, 20, 5, 6
 BATCH, STEPS, GALLERY = 8, 4, 16
 ARC_MARGIN, ARC_SCALE, COS_CLIP, TRIPLET_MARGIN = 0.5, 16.0, 1e-6, 0.3
+NEAR_CLIP = 4.6   # a logit scale of 99.5, just under the clip's log(100)
 RNG = np.random.default_rng(22)
 CENTRES = RNG.standard_normal((CLASSES, FEATURES))   # each class's mean image features
 
@@ -162,7 +163,8 @@ def main(out: Path) -> None:
             main_program, forward, startup, loss, outputs = programs(kind)
             exe.run(startup)
             scope = paddle.static.global_scope()
-            np.savez(out / f"init_{kind}.npz", **params(scope, main_program))
+            initial = params(scope, main_program)
+            np.savez(out / f"init_{kind}.npz", **initial)
             names = ("image", "tokens") if kind == "clip" else ("image", "label")
             losses = [float(exe.run(main_program, feed={n: data[n][s * BATCH:(s + 1) * BATCH] for n in names},
                                     fetch_list=[loss])[0]) for s in range(STEPS)]
@@ -171,8 +173,24 @@ def main(out: Path) -> None:
             if kind == "clip":
                 np.savez(out / "clip_trained.npz", **params(scope, main_program))
                 meta["clip"] |= export_towers(out, exe, forward, outputs)
+                meta["clip"]["near_the_clip"] = near_the_clip(exe, forward, loss.name, data, initial)
     meta["acos_near_clip"] = acos_gradients()
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def near_the_clip(exe, forward, loss_name: str, data: dict, initial: dict) -> dict:
+    """Paddle's loss and gradient of the logit scale at NEAR_CLIP (exp: 99.5) on the first batch from the initial
+    values, by its executor's backward of the forward program."""
+    program = forward.clone()
+    with paddle.static.program_guard(program):
+        block = program.global_block()
+        (grad,) = paddle.static.gradients([block.var(loss_name)], [block.var("logit_scale")])
+    scope = paddle.static.global_scope()
+    for name, value in (initial | {"logit_scale": np.float32([NEAR_CLIP])}).items():
+        scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+    feed = {name: data[name][:BATCH] for name in ("image", "tokens")}
+    value, gradient = exe.run(program, feed=feed, fetch_list=[block.var(loss_name), grad])
+    return {"logit_scale": NEAR_CLIP, "loss": float(value), "grad": float(gradient[0])}
 
 
 def acos_gradients() -> dict:
