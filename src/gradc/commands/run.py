@@ -117,7 +117,8 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch; NAME=KEY stores it as KEY in --out (a "
-              "decoding step's caches under the names the next step is fed). Repeatable.")
+              "decoding step's caches under the names the next step is fed). Repeatable. An input the fetches do not "
+              "need may be left out of --feed: only the ops they need run.")
 @click.option("-o", "--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, "
               "...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
