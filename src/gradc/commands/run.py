@@ -20,7 +20,6 @@ from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
-from ..training.programs import fetched_part
 from .json_output import emit
 from .loss_option import loss_option
 from .name_globs import matching
@@ -143,7 +142,9 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     prog, executor, scope = _session(program, params, startups, strict_params)
     fetches, keys = _fetch_keys(prog, fetches)
     feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
-    prog = fetched_part(prog, fetches, feeds)
+    if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
+        from ..training.programs import fetched_part
+        prog = fetched_part(prog, fetches, feeds)
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
