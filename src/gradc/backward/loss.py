@@ -57,7 +57,14 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     candidates = loss_candidates(program)
     last = _last_op(program.global_block)
     if candidates or last is None or last.type == "fetch":
-        return candidates[0] if len(candidates) == 1 else None
+        if len(candidates) != 1:
+            return None
+        others = [] if last.type == "fetch" else [name for name in unread_scalars(program) if name != candidates[0]]
+        if others and notice:   # a metric (a PSNR, an accuracy) written after the loss is picked as well
+            warnings.warn(f"the loss is {candidates[0]}, the float scalar the last op ({last.type}) writes; float "
+                          f"scalars no op reads besides it: {', '.join(others)}; if one of them is the loss, name it "
+                          f"with --loss (loss= in Python)", GradcNotice, stacklevel=3)
+        return candidates[0]
     sinks = unread_scalars(program)
     if len(sinks) != 1:
         return None
