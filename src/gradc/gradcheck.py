@@ -207,6 +207,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
     losses = [loss] if isinstance(loss, str) else list(loss)
     train = program.clone()
+    for name in wrt or ():   # a var checked by name gets its gradient, a feed's stop_gradient notwithstanding
+        if (var := train.global_block.find_var(name)) is not None:
+            var.stop_gradient = False
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss, any_shape=len(losses) > 1)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
