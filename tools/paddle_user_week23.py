@@ -9,10 +9,12 @@ Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0), on 1-chann
   image by a NumpyArrayInitializer), a frozen 2-layer feature net (trainable=False), a content loss, Gram matrices by
   matmul of the reshaped features, a total-variation loss by slicing and abs; Paddle's Adam (lr 0.02) 10 steps.
 - sr_infer.pdmodel: the SR net alone saved by save_inference_model from Paddle's trained scope, run by Paddle's
-  Predictor on 32x32 images (twice the training size: 16x16 in, 32x32 out).
+  Predictor on 32x32 images (twice the training size: 16x16 in, 32x32 out); and, in PIR mode (a second interpreter),
+  the same net in dygraph with the trained weights saved by paddle.jit.save (sr_pir.json) and run so.
 
 Written (programs gzipped): sr.pb, sr_startup.pb, style.pb, style_startup.pb, sr_infer.pdmodel, data.npz (hr, lr),
 sr_trained.npz, style.npz (content, style, the frozen net, the trained image), predictor.npz (its input and output),
+sr_pir.json, predictor_pir.npz,
 meta.json (Paddle's losses per step, the vars' names, Paddle's float64 gradients' errors against central
 differences).
 
@@ -21,6 +23,8 @@ differences).
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -68,11 +72,22 @@ def conv(name: str, channels_in: int, channels_out: int):
                             bias_attr=paddle.ParamAttr(name=f"{name}.b"))
 
 
-def sr_net(lr):
+class SRNet(paddle.nn.Layer):
     """head conv, relu; a residual block (conv, relu, conv, added); a conv to 4 channels; PixelShuffle(2)."""
-    x = F.relu(conv("head", 1, FEATURES)(lr))
-    x = x + conv("body2", FEATURES, FEATURES)(F.relu(conv("body1", FEATURES, FEATURES)(x)))
-    return paddle.nn.PixelShuffle(2)(conv("tail", FEATURES, 4)(x))
+
+    def __init__(self):
+        super().__init__()
+        self.head, self.tail = conv("head", 1, FEATURES), conv("tail", FEATURES, 4)
+        self.body1, self.body2 = conv("body1", FEATURES, FEATURES), conv("body2", FEATURES, FEATURES)
+
+    def forward(self, lr):
+        x = F.relu(self.head(lr))
+        x = x + self.body2(F.relu(self.body1(x)))
+        return F.pixel_shuffle(self.tail(x), 2)
+
+
+def sr_net(lr):
+    return SRNet()(lr)
 
 
 def sr_programs():
@@ -106,6 +121,7 @@ def total_variation(image):
 
 def style_programs(content_image: np.ndarray):
     main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 23
     with paddle.static.program_guard(main, startup):
         content = paddle.static.data("content", [1, 1, SIZE, SIZE], "float32")
         style = paddle.static.data("style", [1, 1, SIZE, SIZE], "float32")
@@ -225,6 +241,27 @@ def float64_gradients(meta: dict) -> None:
     paddle.enable_static()
 
 
+def main_pir(out: Path) -> None:
+    """The SR net in dygraph with Paddle's trained weights (the same names), saved by paddle.jit.save (PIR's
+    sr_pir.json; its weights are sr_trained.npz) for any H, W, and run by the Predictor on the 16x16 inputs."""
+    model = SRNet()
+    trained = np.load(out / "sr_trained.npz")
+    model.set_state_dict({key: trained[param.name] for key, param in model.state_dict().items()})
+    large = np.load(out / "predictor.npz")["lr"]
+    with tempfile.TemporaryDirectory() as saved:
+        paddle.jit.save(model, f"{saved}/sr", input_spec=[paddle.static.InputSpec([-1, 1, -1, -1], "float32", "lr")])
+        write_gz(out / "sr_pir.json", Path(f"{saved}/sr.json").read_bytes())
+        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/sr.json",
+                                                                              f"{saved}/sr.pdiparams"))
+        predictor.get_input_handle("lr").copy_from_cpu(large)
+        predictor.run()
+        (output,) = predictor.get_output_names()
+        np.savez(out / "predictor_pir.npz", sr=predictor.get_output_handle(output).copy_to_cpu())
+    meta = json.loads((out / "meta.json").read_text())
+    meta["pir"] = {"sr": output}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
 def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
@@ -234,8 +271,14 @@ def main(out: Path) -> None:
     train_style(out, exe, meta)
     float64_gradients(meta)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
+    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
+                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
 
 
 if __name__ == "__main__":
     Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
-    main(Path(sys.argv[1]))
+    if sys.argv[2:] == ["--pir"]:
+        main_pir(Path(sys.argv[1]))
+    else:
+        main(Path(sys.argv[1]))
