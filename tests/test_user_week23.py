@@ -1,0 +1,167 @@
+"""An image-restoration engineer's week (docs/tools.md): an ESPCN/EDSR-like x2 super-resolution net built with Paddle
+3.3.1's layers (tools/paddle_user_week23.py: Conv2D, a residual block, PixelShuffle; an L1 plus a perceptual loss of a
+frozen feature net; a PSNR), a neural style transfer whose trained variable is the image (Gram matrices by matmul, a
+total-variation loss by slicing and abs), both trained with Adam, and the SR net exported and run on images twice the
+training size (save_inference_model and PIR's jit.save); each fault found, as the behaviour it has now."""
+
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+
+WEEK = DATA / "user_week23"
+META = json.loads((WEEK / "meta.json").read_text())
+SR_LOSS, PSNR = META["sr"]["loss"], META["sr"]["psnr"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The week's files as the user has them: the fixture's programs unpacked beside its arrays, and the feeds a user
+    writes from them (the style transfer's two images, the frozen feature net, the larger images, a batch)."""
+    out = tmp_path_factory.mktemp("week23")
+    for path in WEEK.iterdir():
+        if path.suffix == ".gz":
+            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
+        else:
+            shutil.copy(path, out / path.name)
+    style = np.load(out / "style.npz")
+    np.savez(out / "images.npz", content=style["content"], style=style["style"])
+    np.savez(out / "vgg.npz", **{name: style[name] for name in style.files if name.startswith("vgg")})
+    np.savez(out / "large.npz", lr=np.load(out / "predictor.npz")["lr"])
+    data = np.load(out / "data.npz")
+    np.savez(out / "batch.npz", lr=data["lr"][:2], hr=data["hr"][:2])
+    return out
+
+
+def _steps(lines: str) -> list[dict]:
+    return [line["values"] for line in map(json.loads, lines.splitlines()) if line["event"] == "step"]
+
+
+def _train_sr(files, name: str, *compile_args) -> tuple[list[dict], dict, str]:
+    """sr.pb compiled with Adam(0.01) and the given options, trained 6 steps of 4 from Paddle's startup with the loss
+    and the PSNR fetched; the step values, the saved parameters and compile's stderr."""
+    compiled = gradc_cli("compile", files / "sr.pb", "-o", files / f"{name}.pb", "--optimizer", "adam", "--lr", 0.01,
+                         *compile_args)
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", files / f"{name}.pb", "--startup", files / "sr_startup.pb", "--startup",
+                    files / f"{name}.startup.pb", "--data", files / "data.npz", "--batch-size", 4, "--json",
+                    "--log-every", 1, "--fetch", SR_LOSS, "--fetch", PSNR, "--save-params", files / f"{name}.npz")
+    assert run.returncode == 0, run.stderr
+    return _steps(run.stdout), dict(np.load(files / f"{name}.npz")), compiled.stderr
+
+
+def test_the_psnr_written_after_the_loss_is_picked_with_a_note_naming_the_loss(files):
+    """The PSNR is computed after the loss, so its scale op is the program's last and its output the float scalar the
+    last op writes. Before, gradc compile took the PSNR for the loss without a word: Adam minimised it, and the PSNR
+    fell at every step (5.88 dB to 4.36 dB) where Paddle's rose (5.88 to 8.02). Now the pick says so in one note line
+    naming the other float scalar no op reads, the L1 + perceptual loss, and how to name it."""
+    steps, _, stderr = _train_sr(files, "picked", "--no-grad", "perceptual.*")
+    assert stderr.splitlines()[0] == (
+        f"gradc: note: the loss is {PSNR}, the float scalar the last op (scale) writes; float scalars no op reads "
+        f"besides it: {SR_LOSS}; if one of them is the loss, name it with --loss (loss= in Python)")
+    psnrs = [step[PSNR] for step in steps]
+    assert psnrs[0] == pytest.approx(META["sr"]["psnrs"][0], rel=1e-6)
+    assert all(later < earlier for earlier, later in zip(psnrs, psnrs[1:]))
+
+
+def test_the_named_loss_trains_to_paddles_losses_psnrs_and_weights_the_feature_net_frozen(files):
+    """With --loss and the perceptual net left out (--no-grad 'perceptual.*': a legacy .pb keeps no trainable=False,
+    and only the bias's reshape carries a stop_gradient), 6 Adam steps give Paddle's losses (1.03 ... 0.344) and PSNRs
+    to 1e-6, Paddle's trained weights to 2e-6, and the feature net bit for bit as it started."""
+    steps, params, stderr = _train_sr(files, "named", "--loss", SR_LOSS, "--no-grad", "perceptual.*")
+    assert stderr == ("gradc: note: parameters frozen, without a gradient: 2 (perceptual.b, perceptual.w): in the "
+                      "no-grad set (--no-grad)\n")
+    np.testing.assert_allclose([step[SR_LOSS] for step in steps], META["sr"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose([step[PSNR] for step in steps], META["sr"]["psnrs"], rtol=1e-6)
+    paddle = np.load(files / "sr_trained.npz")
+    for name in paddle.files:
+        np.testing.assert_allclose(params[name], paddle[name], atol=2e-6, err_msg=name)
+    scope = gradc.Scope()
+    gradc.Executor().run(gradc.load(files / "sr_startup.pb"), scope=scope)
+    assert all(np.array_equal(params[name], scope[name]) for name in ("perceptual.w", "perceptual.b"))
+
+
+def test_the_style_transfer_trains_the_image_to_paddles(files):
+    """The image is the one parameter trained (--param image; the frozen feature net given by --params): 10 Adam steps
+    give Paddle's losses (1.27 ... 0.0915) to 1e-5 and Paddle's stylised image to 2e-6 (it moved 0.2 from the
+    content image). gradc has no L-BFGS, the optimizer style transfer is known for: --optimizer lbfgs is refused
+    with the list of those there are (Paddle's LBFGS is a dygraph optimizer, with no static-graph op)."""
+    compiled = gradc_cli("compile", files / "style.pb", "-o", files / "style_train.pb", "--param", "image",
+                         "--optimizer", "adam", "--lr", 0.02)
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", files / "style_train.pb", "--startup", files / "style_startup.pb", "--startup",
+                    files / "style_train.startup.pb", "--params", files / "vgg.npz", "--feed", files / "images.npz",
+                    "--steps", 10, "--json", "--log-every", 1, "--save-params", files / "stylised.npz")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose([step[META["style"]["loss"]] for step in _steps(run.stdout)], META["style"]["losses"],
+                               rtol=1e-5)
+    paddle, image = np.load(files / "style.npz"), np.load(files / "stylised.npz")["image"]
+    np.testing.assert_allclose(image, paddle["trained_image"], atol=2e-6)
+    assert np.abs(image - paddle["content"]).max() > 0.1
+    refused = gradc_cli("compile", files / "style.pb", "-o", files / "lbfgs.pb", "--optimizer", "lbfgs")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("gradc: error: Invalid value for '--optimizer': 'lbfgs' is not one of 'adadelta'")
+
+
+def test_check_with_respect_to_fed_images(files):
+    """Before, gradc check --wrt lr (or hr) of the SR loss reported a MISMATCH, "compiled 0, numeric -0.0203273": a
+    fed var is stop_gradient in Paddle's file, so the compiled backward never gave it a gradient, and the check
+    compared central differences with zeros. Now a var checked by name gets its gradient: every element of the
+    low-resolution batch (through the convolutions and pixel_shuffle) and of the target (through the L1 and the frozen
+    feature net) agrees with central differences."""
+    run = gradc_cli("check", files / "sr.pb", "--loss", SR_LOSS, "--feed", files / "batch.npz", "--params",
+                    files / "sr_trained.npz", "--wrt", "lr", "--wrt", "hr", "--max-elements", 512, "--json")
+    assert run.returncode == 0, run.stdout
+    checked = {var["var"]: var for var in json.loads(run.stdout)["vars"]}
+    assert [checked[name]["checked"] for name in ("lr", "hr")] == [128, 512]
+    assert max(var["max_abs_error"] for var in checked.values()) < 1e-9
+
+
+@pytest.mark.parametrize("loss", ["loss", "tv"])
+def test_check_of_the_style_image_gram_and_total_variation(files, loss):
+    """The style loss (Gram matrices by matmul of reshaped features) and the total variation alone (slices and abs)
+    agree with central differences at all 256 pixels of the image (no fault)."""
+    run = gradc_cli("check", files / "style.pb", "--loss", META["style"][loss], "--feed", files / "images.npz",
+                    "--params", files / "vgg.npz", "--startup", files / "style_startup.pb", "--wrt", "image",
+                    "--max-elements", 256, "--json")
+    assert run.returncode == 0, run.stdout
+    (image,) = json.loads(run.stdout)["vars"]
+    assert image["checked"] == 256 and image["max_abs_error"] < 1e-8
+
+
+@pytest.mark.parametrize("model, predicted", [("sr_infer.pdmodel", "predictor.npz"),
+                                              ("sr_pir.json", "predictor_pir.npz")])
+def test_the_saved_net_runs_on_images_twice_the_training_size(files, model, predicted):
+    """Paddle's save_inference_model and PIR jit.save of the SR net (input [-1, 1, -1, -1]), trained on 8x8 inputs,
+    run by gradc on 16x16 ones: the 32x32 outputs are Paddle's Predictor's to 2e-6 (no fault)."""
+    run = gradc_cli("run", files / model, "--params", files / "sr_trained.npz", "--feed", files / "large.npz",
+                    "-o", files / f"{model}.out.npz")
+    assert run.returncode == 0, run.stderr
+    (output,) = np.load(files / f"{model}.out.npz").values()
+    assert output.shape == (2, 1, 32, 32)
+    np.testing.assert_allclose(output, np.load(files / predicted)["sr"], atol=2e-6)
+
+
+@pytest.mark.parametrize("suffix", ["pdmodel", "json"])
+def test_gradc_export_of_the_trained_net_runs_on_larger_images(files, suffix):
+    """gradc export of the training program (legacy .pdmodel and PIR .json) keeps H and W dynamic: the exported net
+    runs on 16x16 inputs and gives what Paddle's saved net gives with the same weights, bit for bit."""
+    exported = files / f"exported.{suffix}"
+    run = gradc_cli("export", files / "sr.pb", "-o", exported, "--input", "lr", "--fetch",
+                    f"{META['sr']['sr']}=sr", "--params", files / "sr_trained.npz")
+    assert run.returncode == 0, run.stderr
+    run = gradc_cli("run", exported, "--params", exported.with_suffix(".pdiparams"), "--feed", files / "large.npz",
+                    "-o", files / f"exported_{suffix}.npz")
+    assert run.returncode == 0, run.stderr
+    saved = gradc.load(files / "sr_infer.pdmodel")
+    scope = gradc.Scope()
+    gradc.load_params(scope, files / "sr_trained.npz", saved)
+    (expected,) = gradc.Executor().run(saved, feed=dict(np.load(files / "large.npz")),
+                                       fetch_list=[META["infer"]["sr"]], scope=scope)
+    np.testing.assert_array_equal(np.load(files / f"exported_{suffix}.npz")["sr"], expected)
