@@ -5,12 +5,13 @@ checked before it starts."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from ..bfloat16 import as_bfloat16
-from ..errors import ExecutionError, FeedError, closest, op_location
+from ..errors import ExecutionError, FeedError, GradcNotice, closest, op_location
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
 from ..io.arrays import read_npz
@@ -56,6 +57,7 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
     Python scalars and lists are converted to it. Other vars take any numeric array, cast. ``feeds``: the
     block's ``feed_ops`` when the caller knows them (the executor's plan). A LoDTensor's LoD is checked
     against its rows and recorded beside the value (gradc.executor.lod)."""
+    feeds = feed_ops(block.ops) if feeds is None else feeds
     for name, value in feed.items():
         lod = None
         if isinstance(value, LoDTensor):
@@ -70,12 +72,16 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         else:
             array = _checked_feed(name, value, var, block)
         if var.shape is not None and not shape_fits(array.shape, var.shape):
-            raise FeedError(f"feed var {read_by(block, name)} has shape {list(array.shape)}, but block 0 declares "
-                            f"{var.shape}{_unit_axis_hint(array.shape, var.shape)}")
+            if not (feeds and array.ndim == len(var.shape)):
+                raise FeedError(f"feed var {read_by(block, name)} has shape {list(array.shape)}, but block 0 declares "
+                                f"{var.shape}{_unit_axis_hint(array.shape, var.shape)}")
+            warnings.warn(f"feed var '{name}' has shape {list(array.shape)} where the saved model declares "
+                          f"{var.shape}: run as Paddle's Predictor runs it, which checks no declared size",
+                          GradcNotice, stacklevel=2)
         scope[name] = array
         if lod is not None:
             set_lod(scope, name, checked_lod(lod, array.shape[0] if array.ndim else 0, f"feed var '{name}'"))
-    _fill_holder(block, scope, feed_ops(block.ops) if feeds is None else feeds)
+    _fill_holder(block, scope, feeds)
 
 
 def _unit_axis_hint(shape: tuple, declared: list) -> str:
