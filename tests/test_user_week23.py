@@ -14,6 +14,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
+from gradc.errors import FeedError
 
 WEEK = DATA / "user_week23"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -148,6 +149,33 @@ def test_the_saved_net_runs_on_images_twice_the_training_size(files, model, pred
     np.testing.assert_allclose(output, np.load(files / predicted)["sr"], atol=2e-6)
 
 
+def test_a_saved_net_declared_at_the_training_size_runs_on_larger_images_as_the_predictor_runs_it(files):
+    """The same net saved with its input declared [-1, 1, 8, 8], as it was trained: Paddle's Predictor runs it on
+    16x16 inputs (it checks no declared size), Paddle's Executor refuses them. Before, gradc run refused them too
+    ("feed var 'lr' ... has shape [2, 1, 16, 16], but block 0 declares [-1, 1, 8, 8]"), so a model exported at its
+    training size could not be run on a larger image as in Paddle's deployment. Now a saved model (its inputs read by
+    feed ops) takes a feed of the declared rank and other sizes with a note, and gives the Predictor's 32x32 outputs
+    to 2e-6; a feed of another rank, or any size the forward program declares otherwise, is still refused."""
+    run = gradc_cli("run", files / "sr_fixed.pdmodel", "--params", files / "sr_trained.npz", "--feed",
+                    files / "large.npz", "-o", files / "fixed_out.npz")
+    assert run.returncode == 0, run.stderr
+    assert ("gradc: note: feed var 'lr' has shape [2, 1, 16, 16] where the saved model declares [-1, 1, 8, 8]: run "
+            "as Paddle's Predictor runs it, which checks no declared size") in run.stderr
+    (output,) = np.load(files / "fixed_out.npz").values()
+    np.testing.assert_allclose(output, np.load(files / "predictor.npz")["sr_fixed"], atol=2e-6)
+    np.savez(files / "flat.npz", lr=np.load(files / "large.npz")["lr"][:, 0])
+    refused = gradc_cli("run", files / "sr_fixed.pdmodel", "--params", files / "sr_trained.npz", "--feed",
+                        files / "flat.npz")
+    assert refused.returncode == 1
+    assert refused.stderr.endswith("has shape [2, 16, 16], but block 0 declares [-1, 1, 8, 8]\n")
+    forward = gradc.load(files / "sr_fixed.pdmodel")
+    forward.global_block.ops = [op for op in forward.global_block.ops if op.type not in ("feed", "fetch")]
+    scope = gradc.Scope()
+    gradc.load_params(scope, files / "sr_trained.npz", forward)
+    with pytest.raises(FeedError, match=r"has shape \[2, 1, 16, 16\], but block 0 declares \[-1, 1, 8, 8\]"):
+        gradc.Executor().run(forward, feed=dict(np.load(files / "large.npz")), scope=scope)
+
+
 @pytest.mark.parametrize("suffix", ["pdmodel", "json"])
 def test_gradc_export_of_the_trained_net_runs_on_larger_images(files, suffix):
     """gradc export of the training program (legacy .pdmodel and PIR .json) keeps H and W dynamic: the exported net
@@ -163,5 +191,5 @@ def test_gradc_export_of_the_trained_net_runs_on_larger_images(files, suffix):
     scope = gradc.Scope()
     gradc.load_params(scope, files / "sr_trained.npz", saved)
     (expected,) = gradc.Executor().run(saved, feed=dict(np.load(files / "large.npz")),
-                                       fetch_list=[META["infer"]["sr"]], scope=scope)
+                                       fetch_list=[META["infer"]["sr_infer"]], scope=scope)
     np.testing.assert_array_equal(np.load(files / f"exported_{suffix}.npz")["sr"], expected)

@@ -9,7 +9,8 @@ Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0), on 1-chann
   image by a NumpyArrayInitializer), a frozen 2-layer feature net (trainable=False), a content loss, Gram matrices by
   matmul of the reshaped features, a total-variation loss by slicing and abs; Paddle's Adam (lr 0.02) 10 steps.
 - sr_infer.pdmodel: the SR net alone saved by save_inference_model from Paddle's trained scope, run by Paddle's
-  Predictor on 32x32 images (twice the training size: 16x16 in, 32x32 out); and, in PIR mode (a second interpreter),
+  Predictor on 32x32 images (twice the training size: 16x16 in, 32x32 out), and so sr_fixed.pdmodel, declared
+  8x8 as in training (the Predictor checks no declared size); and, in PIR mode (a second interpreter),
   the same net in dygraph with the trained weights saved by paddle.jit.save (sr_pir.json) and run so.
 
 Written (programs gzipped): sr.pb, sr_startup.pb, style.pb, style_startup.pb, sr_infer.pdmodel, data.npz (hr, lr),
@@ -177,22 +178,27 @@ def train_sr(out: Path, exe, meta: dict) -> dict:
 
 
 def export(out: Path, exe, meta: dict) -> None:
-    """The SR net alone from the trained scope, saved for inference and run by the Predictor on 32x32 images."""
-    infer, infer_startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(infer, infer_startup):
-        lr = paddle.static.data("lr", [-1, 1, -1, -1], "float32")
-        sr = sr_net(lr)
+    """The SR net alone from the trained scope, saved for inference and run by the Predictor on 32x32 images: with
+    H, W declared -1 (sr_infer.pdmodel), and declared 8 as in training (sr_fixed.pdmodel: the Predictor runs it on
+    16x16 inputs all the same, where the Executor refuses them)."""
     large = downscale(smooth_images(2, 2 * SIZE))
-    with tempfile.TemporaryDirectory() as saved:
-        paddle.static.save_inference_model(f"{saved}/sr", [lr], [sr], exe, program=infer)
-        write_gz(out / "sr_infer.pdmodel", Path(f"{saved}/sr.pdmodel").read_bytes())
-        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/sr.pdmodel",
-                                                                              f"{saved}/sr.pdiparams"))
-        predictor.get_input_handle("lr").copy_from_cpu(large)
-        predictor.run()
-        (output,) = predictor.get_output_names()
-        np.savez(out / "predictor.npz", lr=large, sr=predictor.get_output_handle(output).copy_to_cpu())
-    meta["infer"] = {"sr": output}
+    outputs, names = {}, {}
+    for name, side in (("sr_infer", -1), ("sr_fixed", SIZE // 2)):
+        infer, infer_startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(infer, infer_startup):
+            lr = paddle.static.data("lr", [-1, 1, side, side], "float32")
+            sr = sr_net(lr)
+        with tempfile.TemporaryDirectory() as saved:
+            paddle.static.save_inference_model(f"{saved}/sr", [lr], [sr], exe, program=infer)
+            write_gz(out / f"{name}.pdmodel", Path(f"{saved}/sr.pdmodel").read_bytes())
+            predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/sr.pdmodel",
+                                                                                  f"{saved}/sr.pdiparams"))
+            predictor.get_input_handle("lr").copy_from_cpu(large)
+            predictor.run()
+            (names[name],) = predictor.get_output_names()
+            outputs[name] = predictor.get_output_handle(names[name]).copy_to_cpu()
+    np.savez(out / "predictor.npz", lr=large, sr=outputs["sr_infer"], sr_fixed=outputs["sr_fixed"])
+    meta["infer"] = names
 
 
 def train_style(out: Path, exe, meta: dict) -> None:
