@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+from .. import registry
 from ..errors import GradcNotice, GradcWarning, GradError
 from ..ir import FLOAT_DTYPES, Block, Program
 from ..shapes import numel
@@ -59,8 +60,8 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     if candidates or last is None or last.type == "fetch":
         if len(candidates) != 1:
             return None
-        others = [] if last.type == "fetch" else [name for name in unread_scalars(program) if name != candidates[0]]
-        if others and notice:   # a metric (a PSNR, an accuracy) written after the loss is picked as well
+        others = [] if last.type == "fetch" else _differentiable_sinks(program, candidates[0])
+        if others and notice:   # a metric written last (a PSNR after the loss) is picked as the loss would be
             warnings.warn(f"the loss is {candidates[0]}, the float scalar the last op ({last.type}) writes; float "
                           f"scalars no op reads besides it: {', '.join(others)}; if one of them is the loss, name it "
                           f"with --loss (loss= in Python)", GradcNotice, stacklevel=3)
@@ -72,6 +73,13 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
         warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {last.type}, writes "
                       f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
     return sinks[0]
+
+
+def _differentiable_sinks(program: Program, picked: str) -> list[str]:
+    """Float scalars no op reads, besides ``picked``, written by ops with a gradient (an accuracy's are no loss)."""
+    writers = {name: op.type for op in program.global_block.ops for name in op.output_names()}
+    return [name for name in unread_scalars(program) if name != picked
+            and (opdef := registry.OPS.get(writers[name])) is not None and opdef.grad not in (None, registry.NO_GRAD)]
 
 
 def no_loss_hint(program: Program) -> str:
