@@ -10,9 +10,9 @@ derivatives through the inner gradient and all. Cases (one task per outer step, 
 - metasgd: Meta-SGD, tanh MLP, a learned inner rate per parameter (same shape, initial 0.01), two inner steps, and
   an implicit gradient-norm penalty 1e-3 * sum ||g||^2 of the first inner gradient.
 
-Per case (programs gzipped): outer.pb (the outer loss program before minimize), train.pb and startup.pb (Paddle's
+Per case (programs gzipped): for maml inner.pb (the support loss alone, before any gradients), outer.pb (the outer loss program before minimize), train.pb and startup.pb (Paddle's
 minimize), params.npz (the startup's values), and in tasks.npz the STEPS tasks' support/query points. meta.json:
-Paddle's outer losses at each step, the vars' names; paddle.npz its first step's meta-gradients (GRAD/<name>).
+Paddle's outer losses at each step, the vars' names; paddle.npz its first step's meta-gradients (grad.<name>) and trained parameters (trained.<name>).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week21.py tests/data/paddle/user_week21
 """
@@ -73,6 +73,8 @@ def outer_loss(case):
     fast, penalty = weights, None
     for step in range(case["inner_steps"]):
         inner = mse(net(fast, data["x_support"], case["activation"]), data["y_support"])
+        if step == 0:
+            case["inner"] = (paddle.static.default_main_program().clone(), inner.name)
         grads = paddle.static.gradients(inner, fast)
         if case["first_order"]:
             for grad in grads:
@@ -109,15 +111,18 @@ def build(name, case, out: Path, task_feed) -> dict:
             feed = {key: value[step] for key, value in task_feed.items()}
             fetched = executor.run(main, feed=feed, fetch_list=[loss] + [g for _, g in pairs])
             losses.append(float(fetched[0]))
-            first = first or {f"GRAD/{p.name}": g for (p, _), g in zip(pairs, fetched[1:])}
+            first = first or {f"grad.{p.name}": g for (p, _), g in zip(pairs, fetched[1:])}
         trained = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in params}
     write_gz(out / name / "outer.pb", without_callstacks(forward))
+    inner_program, inner_loss = case.pop("inner")
+    if name == "maml":   # the support loss alone, for the inner step written the gradc way
+        write_gz(out / name / "inner.pb", without_callstacks(inner_program))
     write_gz(out / name / "train.pb", without_callstacks(main))
     write_gz(out / name / "startup.pb", without_callstacks(startup))
     np.savez(out / name / "params.npz", **values)
-    np.savez(out / name / "paddle.npz", **first, **{f"TRAINED/{k}": v for k, v in trained.items()})
+    np.savez(out / name / "paddle.npz", **first, **{f"trained.{k}": v for k, v in trained.items()})
     print(name, losses)
-    return {"loss": loss.name, "params": [p.name for p in params], "losses": losses,
+    return {"loss": loss.name, "inner_loss": inner_loss, "params": [p.name for p in params], "losses": losses,
             "grad_ops": sorted({op.type for op in main.global_block().ops if op.type.endswith(("_grad_grad",
                                                                                                 "double_grad"))})}
 
