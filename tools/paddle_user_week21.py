@@ -10,9 +10,13 @@ derivatives through the inner gradient and all. Cases (one task per outer step, 
 - metasgd: Meta-SGD, tanh MLP, a learned inner rate per parameter (same shape, initial 0.01), two inner steps, and
   an implicit gradient-norm penalty 1e-3 * sum ||g||^2 of the first inner gradient.
 
-Per case (programs gzipped): for maml inner.pb (the support loss alone, before any gradients), outer.pb (the outer loss program before minimize), train.pb and startup.pb (Paddle's
-minimize), params.npz (the startup's values), and in tasks.npz the STEPS tasks' support/query points. meta.json:
-Paddle's outer losses at each step, the vars' names; paddle.npz its first step's meta-gradients (grad.<name>) and trained parameters (trained.<name>).
+Per case (programs gzipped): outer.pb (the outer loss program before minimize), train.pb and startup.pb (Paddle's
+minimize), params.npz (the startup's values), paddle.npz (Paddle's first step's meta-gradients, grad.<name>, and the
+parameters after its STEPS steps, trained.<name>); for maml also inner.pb (the support loss alone, before any
+gradients). tasks.npz: the STEPS tasks' support and query points, one task a row; meta.json: Paddle's outer losses at
+each step and at the startup's parameters on every task (its executor on outer.pb), the *_grad_grad ops of its
+training program, the vars' names. Paddle's minimize of fomaml's loss returns no parameter gradient and trains nothing
+(docs/tools.md).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week21.py tests/data/paddle/user_week21
 """
@@ -106,6 +110,8 @@ def build(name, case, out: Path, task_feed) -> dict:
     with paddle.static.scope_guard(scope):
         executor.run(startup)
         values = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in params}
+        feeds = [{key: value[step] for key, value in task_feed.items()} for step in range(STEPS)]
+        before = [float(executor.run(forward, feed=feed, fetch_list=[loss.name])[0]) for feed in feeds]
         losses, first = [], {}
         for step in range(STEPS):
             feed = {key: value[step] for key, value in task_feed.items()}
@@ -122,8 +128,8 @@ def build(name, case, out: Path, task_feed) -> dict:
     np.savez(out / name / "params.npz", **values)
     np.savez(out / name / "paddle.npz", **first, **{f"trained.{k}": v for k, v in trained.items()})
     print(name, losses)
-    return {"loss": loss.name, "inner_loss": inner_loss, "params": [p.name for p in params], "losses": losses,
-            "grad_ops": sorted({op.type for op in main.global_block().ops if op.type.endswith(("_grad_grad",
+    return {"loss": loss.name, "inner_loss": inner_loss, "untrained_losses": before, "params": [p.name for p in params],
+            "losses": losses, "grad_ops": sorted({op.type for op in main.global_block().ops if op.type.endswith(("_grad_grad",
                                                                                                 "double_grad"))})}
 
 
