@@ -129,8 +129,8 @@ def build(name, case, out: Path, task_feed) -> dict:
     np.savez(out / name / "paddle.npz", **first, **{f"trained.{k}": v for k, v in trained.items()})
     print(name, losses)
     return {"loss": loss.name, "inner_loss": inner_loss, "untrained_losses": before, "params": [p.name for p in params],
-            "losses": losses, "grad_ops": sorted({op.type for op in main.global_block().ops if op.type.endswith(("_grad_grad",
-                                                                                                "double_grad"))})}
+            "losses": losses, "grad_ops": sorted({op.type for op in main.global_block().ops
+                                                  if op.type.endswith(("_grad_grad", "double_grad"))})}
 
 
 if __name__ == "__main__":
