@@ -29,6 +29,8 @@ def _topk(ctx, param, value: str) -> list[int]:
 @click.argument("program", type=click.Path())
 @click.option("--data", required=True, type=click.Path(), help="The examples, in any form gradc train reads: an .npz "
               "of arrays named after feed vars, a directory of NAME.npy files, or a .csv whose header names them.")
+@click.option("--episodes", is_flag=True, help="Each example of --data is one run's whole feed, without a batch "
+              "axis (a meta-learning task's support and query sets); the means are over the episodes.")
 @click.option("--feed", type=click.Path(), help="Inputs that are the same for every batch (prior boxes, anchors): "
               "an .npz fed whole with each batch of --data.")
 @click.option("--params", type=click.Path(), help="The trained values: .npz (gradc train --save-params), Paddle's "
@@ -47,12 +49,15 @@ def _topk(ctx, param, value: str) -> list[int]:
               help="Accuracy counts an example right when its label is among the K best-scored classes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, feed, params, startups, batch_size, losses, fetches, label, topk, as_json, strict_params):
+def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, topk, as_json,
+             strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
-    if feed is not None:
-        data = Dataset.load(data, "data", load(program), others=True, fixed=read_npz(feed, "feed"))
+    if feed is not None or episodes:
+        data = Dataset.load(data, "data", load(program), others=True,
+                            fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
+        batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params)
     if as_json:

@@ -31,6 +31,9 @@ from .train_report import JsonLinesReporter
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
               "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
               ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example).")
+@click.option("--episodes", is_flag=True, help="Each example of --data (and --eval) is one step's whole feed, "
+              "without a batch axis: a meta-learning task's support and query sets, as Paddle's "
+              "DataLoader(batch_size=None) gives them (--batch-size is then 1).")
 @click.option("--feed", type=click.Path(), help="Without --data: one batch (.npz), fed at every step. With --data: "
               "inputs that are the same at every step (prior boxes, anchors), fed whole with every batch of --data "
               "and --eval.")
@@ -89,9 +92,10 @@ from .train_report import JsonLinesReporter
               "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
               "where it saved.")
 @STRICT_PARAMS
-def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every,
-          paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, as_json, strict_params):
+def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
+          eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
+          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, as_json,
+          strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -111,7 +115,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
             raise click.UsageError(f"{option}: only with {needs}")
     if data is None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
-                                          ("--eval", eval_data), ("--early-stop", early_stop)) if value]
+                                          ("--eval", eval_data), ("--early-stop", early_stop),
+                                          ("--episodes", episodes)) if value]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
     if lr_schedule in KINDS:
@@ -142,9 +147,10 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.load(data, "data", trainer.program, fixed=fixed)
-        if eval_data is not None and fixed:
-            eval_data = Dataset.load(eval_data, "eval data", trainer.program, fixed=fixed)
+        source = Dataset.load(data, "data", trainer.program, fixed=fixed, episodes=episodes)
+        if eval_data is not None and (fixed or episodes):
+            eval_data = Dataset.load(eval_data, "eval data", trainer.program, fixed=fixed, episodes=episodes)
+        batch_size = 1 if episodes else batch_size
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would

@@ -25,10 +25,12 @@ class Dataset:
     """Examples as arrays named after feed vars, sharing their first dimension, or as sequences of rows (an array
     with its LoD offsets as ``NAME@LOD0``: a legacy detector's ground-truth boxes, an example's sentence), fed as a
     LoDTensor of the batch's sequences; and ``fixed`` arrays, fed whole with every batch (a detector's prior boxes or
-    anchors: an input that is the same at every step)."""
+    anchors: an input that is the same at every step). ``episodes``: each example is one step's whole feed (a
+    meta-learning task's support and query sets, as Paddle's DataLoader(batch_size=None) gives them): a step feeds one
+    example without a batch axis."""
 
     def __init__(self, arrays: Mapping[str, np.ndarray], source: str = "data",
-                 fixed: Mapping[str, np.ndarray] | None = None):
+                 fixed: Mapping[str, np.ndarray] | None = None, episodes: bool = False):
         if not arrays:
             raise GradcError(f"{source}: no arrays")
         fixed = {name: np.asarray(value) for name, value in (fixed or {}).items()}
@@ -57,14 +59,18 @@ class Dataset:
             raise GradcError(f"{source}: holds no examples")
         self.arrays = {**examples, **fixed}   # every array the program is fed, by name
         self.fixed = fixed
+        self.episodes = episodes
+        if episodes and self.sequences:
+            raise GradcError(f"{source}: episodes take arrays whose rows are whole feeds, not LoD sequences")
         self.source = source
         self.item = "array"   # what the error of a bad value calls one of them (a .csv's are columns)
 
     @classmethod
     def load(cls, path: str | Path, what: str = "data", program: Program | None = None,
-             others: bool = False, fixed: Mapping[str, np.ndarray] | None = None) -> Dataset:
+             others: bool = False, fixed: Mapping[str, np.ndarray] | None = None, episodes: bool = False) -> Dataset:
         """An .npz of named arrays, a directory of NAME.npy files (memory-mapped), or a .csv read against
-        ``program`` (gradc.training.csvdata; ``others``: keep columns no var of it is named after); with ``fixed``."""
+        ``program`` (gradc.training.csvdata; ``others``: keep columns no var of it is named after); with ``fixed``
+        and ``episodes``."""
         if str(path).endswith(".csv"):
             if program is None:
                 raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
@@ -73,9 +79,11 @@ class Dataset:
             dataset = cls(read_csv(path, program, what, others), f"{what} '{path}'", fixed)
             dataset.item = "column"
             return dataset
-        return cls(read_arrays(path, what), f"{what} '{path}'", fixed)
+        return cls(read_arrays(path, what), f"{what} '{path}'", fixed, episodes)
 
     def batch_count(self, batch_size: int, drop_last: bool) -> int:
+        if self.episodes:
+            return self.size
         full, rest = divmod(self.size, batch_size)
         return full if drop_last or not rest else full + 1
 
@@ -85,8 +93,13 @@ class Dataset:
 
     def batches(self, epoch: int, batch_size: int, shuffle: bool = False, seed: int = 0, drop_last: bool = False,
                 start: int = 0) -> Iterator[dict[str, np.ndarray]]:
-        """The batches of ``epoch`` from batch ``start`` on."""
+        """The batches of ``epoch`` from batch ``start`` on (episodes: one example a step, whatever ``batch_size``)."""
         order = self.order(epoch, shuffle, seed)
+        if self.episodes:
+            for index in order[start:]:
+                yield {name: value if name in self.fixed else np.asarray(value[index])
+                       for name, value in self.arrays.items()}
+            return
         for index in range(start, self.batch_count(batch_size, drop_last)):
             rows = order[index * batch_size:(index + 1) * batch_size]
             yield {name: value if name in self.fixed else
@@ -185,7 +198,12 @@ def _fixed_batch(block, feed: dict, data, batch_size: int, evaluated: bool) -> s
     for name, value in feed.items():
         var = block.find_var(name)
         shape = getattr(value, "shape", ())
-        if var is None or not var.shape or not shape or var.shape[0] < 0 or var.shape[0] == shape[0]:
+        if var is None or not var.shape or not shape:
+            continue
+        if list(shape[1:]) == list(var.shape) and min(var.shape) > 0:   # each example is a whole feed
+            return (f" (each example of the data is a whole feed of {list(var.shape)}, as a meta-learning task's: "
+                    f"--episodes, gradc.Dataset(..., episodes=True) in Python)")
+        if var.shape[0] < 0 or var.shape[0] == shape[0]:
             continue
         fixed = var.shape[0]
         takes = f" (the program takes batches of exactly {fixed} examples"

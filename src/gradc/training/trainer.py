@@ -172,7 +172,7 @@ class Trainer:
                     with naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
                         values = self.train_step(feed)
                     self.batch += 1
-                    self.history.add_step(values, examples(feed))
+                    self.history.add_step(values, 1 if getattr(data, "episodes", False) else examples(feed))
                     reporter.step(self.step, self.epoch, self.batch, values)
                     if checkpoint_dir and checkpoint_every and self.step % checkpoint_every == 0:
                         saved_at = self._save(checkpoint_dir, settings)
