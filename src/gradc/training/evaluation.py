@@ -43,10 +43,11 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = ()) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
     losses) averaged, and with ``topk`` the accuracy at each k where scores and labels are found."""
-    forward = forward_part(program)
+    losses = named_losses(program, loss)
+    # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
+    forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())])
     block = forward.global_block
     written = {name for op in block.ops for name in op.output_names()}
-    losses = named_losses(program, loss)
     for name in losses:
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
@@ -183,7 +184,7 @@ def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
     examples = {name: value for name, value in arrays.items() if name not in data.fixed}
     lods = {f"{name}@LOD0": data.sequences[name] for name in examples if name in data.sequences}
     kept = Dataset({**examples, **lods}, data.source, {name: value for name, value in arrays.items()
-                                                       if name in data.fixed})
+                                                       if name in data.fixed}, data.episodes)
     kept.item = data.item
     return kept
 
@@ -197,7 +198,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     last = {}
     with counting_from_zero(scope, counts):
         for index, batch in enumerate(data.batches(0, batch_size or data.size)):
-            size = examples(batch)
+            size = 1 if getattr(data, "episodes", False) else examples(batch)   # an episode counts as one
             feed = {name: batch[name] for name in evaluation.feeds}
             with naming(data, f"evaluation batch {index + 1}"):
                 values = executor.run(evaluation.program, feed, fetches, scope)
