@@ -10,7 +10,7 @@ import numpy as np
 from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import Program, roles
-from ..pairing import seeded_losses
+from ..pairing import BACKWARD, OPTIMIZER, op_kinds, seeded_losses
 
 
 def scalar(name: str, value) -> float:
@@ -24,21 +24,43 @@ def scalar(name: str, value) -> float:
 def default_fetch(program: Program) -> list[str]:
     """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
     with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
-    guess."""
+    guess; never an inner objective whose gradients the forward goes on from (_inner_objectives)."""
     block = program.global_block
     marked = []
+    inner = _inner_objectives(block)
     for op in block.ops:
         role = op.attrs.get("op_role")
         if isinstance(role, int) and role & roles.LOSS and not role & roles.BACKWARD:
-            names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])]
+            names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])
+                     and n not in inner]
             marked += names if len(names) == 1 and names[0] not in marked else []
     if marked:
         return marked
-    seeded = seeded_losses(block)
+    seeded = [name for name in seeded_losses(block) if name not in inner]
     if seeded:
         return seeded
     loss = default_loss(program, notice=False)
     return [loss] if loss else []
+
+
+def _inner_objectives(block) -> set[str]:
+    """The losses (marked by op_role, or seeded by a backward's ones) whose backward the forward goes on from:
+    `paddle.static.gradients` seeds the loss it differentiates (MAML's support loss, a critic's output under a
+    gradient penalty), and the ops after it that read those gradients compute the program's loss, not it."""
+    inner, started, since = set(), [], {}   # since: var -> the losses whose backward had begun when it was written
+    for op, kind in zip(block.ops, op_kinds(block)):
+        role = op.attrs.get("op_role")
+        if kind == BACKWARD:
+            if op.type == "fill_any_like" and op.attrs.get("value") == 1.0 and op.input("X"):
+                started.append(op.input("X")[0])
+            for name in op.output_names():
+                since[name] = tuple(started)
+        elif kind != OPTIMIZER:
+            for name in op.input_names():
+                inner.update(since.get(name, ()))
+            if isinstance(role, int) and role & roles.LOSS:
+                started.extend(op.output_names())
+    return inner
 
 
 @dataclass
