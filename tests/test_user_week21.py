@@ -1,0 +1,171 @@
+"""A meta-learning researcher's week (docs/tools.md): MAML on sinusoid regression built by Paddle 3.3.1 in legacy
+static mode (tools/paddle_user_week21.py): a 1-40-40-1 MLP whose inner SGD step is written in the program
+(`paddle.static.gradients` of the support loss, then w' = w - alpha g as ops), the query loss at w' minimized by Adam
+through the inner gradient (second derivatives); first-order MAML (the inner gradients detached) and Meta-SGD (a
+learned rate per parameter, two inner steps, a gradient-norm penalty). One task a step. Each fault found, as the
+behaviour it has now."""
+
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+from gradc.gradcheck import compare_program
+
+WEEK = DATA / "user_week21"
+META = json.loads((WEEK / "meta.json").read_text())
+TASKS = dict(np.load(WEEK / "tasks.npz"))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The week's files as the user has them: the programs unpacked, each case's beside its arrays."""
+    out = tmp_path_factory.mktemp("week21")
+    shutil.copy(WEEK / "tasks.npz", out / "tasks.npz")
+    for case in META:
+        (out / case).mkdir()
+        for path in (WEEK / case).iterdir():
+            if path.suffix == ".gz":
+                (out / case / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
+            else:
+                shutil.copy(path, out / case / path.name)
+    return out
+
+
+def _task(step: int) -> dict:
+    return {name: value[step] for name, value in TASKS.items()}
+
+
+def _compiled(files, case: str):
+    """outer.pb compiled with Paddle's Adam (lr 1e-3): the training program and its startup."""
+    train = files / case / "gradc_train.pb"
+    if not train.exists():
+        done = gradc_cli("compile", files / case / "outer.pb", "-o", train, "--optimizer", "adam", "--lr", "0.001")
+        assert done.returncode == 0, done.stderr
+    return train, files / case / "gradc_train.startup.pb"
+
+
+def test_one_task_a_step_trains_to_paddles_outer_losses_with_episodes(files):
+    """Before, `gradc train --data tasks.npz --batch-size 1` (a task a row: 10 support and 10 query points) was
+    refused, "has shape [1, 10, 1], but block 0 declares [10, 1] (... --batch-size 10 and --drop-last)", advice that
+    feeds [10, 10, 1]; gradc had no way to feed a row as a step's whole feed. Now the error says --episodes, and with it
+    the compiled MAML trains to Paddle's 8 outer losses, a step a task."""
+    train, startup = _compiled(files, "maml")
+    common = (train, "--startup", startup, "--params", files / "maml" / "params.npz", "--data", files / "tasks.npz")
+    refused = gradc_cli("train", *common, "--batch-size", "1")
+    assert refused.returncode == 1
+    assert "each example of the data is a whole feed of [10, 1]" in refused.stderr and "--episodes" in refused.stderr
+    done = gradc_cli("train", *common, "--episodes", "--json", "--log-every", "1")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    losses = [line["values"]["mean_1.tmp_0"] for line in lines if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META["maml"]["losses"], rtol=1e-6)
+    assert lines[-1]["examples"] == 8
+
+
+def test_evaluation_runs_the_inner_step_and_reports_the_outer_loss(files):
+    """Before, `gradc evaluate outer.pb` reported the support loss (mean_0.tmp_0, 8.566 at the startup's values), the
+    one `static.gradients` seeds, not the query loss after the inner step; and `gradc train --eval` of the compiled
+    MAML stopped: "the fetches need 'w0@GRAD', which is neither fed nor computed" (the forward part dropped the inner
+    step's backward ops). Now both give the outer loss, its mean over the tasks Paddle's (6.6667)."""
+    done = gradc_cli("evaluate", files / "maml" / "outer.pb", "--data", files / "tasks.npz", "--params",
+                     files / "maml" / "params.npz", "--episodes", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["loss_var"] == "mean_1.tmp_0" and result["examples"] == 8
+    np.testing.assert_allclose(result["loss"], np.mean(META["maml"]["untrained_losses"]), rtol=1e-6)
+    train, startup = _compiled(files, "maml")
+    done = gradc_cli("train", train, "--startup", startup, "--params", files / "maml" / "params.npz", "--data",
+                     files / "tasks.npz", "--episodes", "--eval", files / "tasks.npz", "--json")
+    assert done.returncode == 0, done.stderr
+    assert list(json.loads(done.stdout.splitlines()[-1])["eval"]) == ["mean_1.tmp_0"]
+
+
+@pytest.mark.parametrize("case", ["maml", "metasgd"])
+def test_meta_gradients_are_central_differences_and_paddles(files, case):
+    """The meta-gradient through the inner step(s) (no fault): float64 central differences of the outer loss as a
+    function of every parameter (Meta-SGD's rates too) agree with gradc's compiled gradient, and Paddle's first step's
+    gradients are gradc's (to 1e-6: float32)."""
+    program, params = gradc.load(files / case / "outer.pb"), dict(np.load(files / case / "params.npz"))
+    analytic, checks = compare_program(program, _task(0), META[case]["params"], META[case]["loss"], params,
+                                       float64=True, directions=3)
+    assert [check.var for check in checks if check.mismatch is not None] == []
+    paddle = np.load(files / case / "paddle.npz")
+    for name in META[case]["params"]:
+        np.testing.assert_allclose(analytic[name], paddle[f"grad.{name}"], rtol=1e-5, atol=1e-6 * np.abs(
+            paddle[f"grad.{name}"]).max())
+
+
+@pytest.mark.parametrize("case", ["maml", "metasgd"])
+def test_paddles_own_training_programs_run_to_its_losses_and_weights(files, case):
+    """Paddle's minimize programs, their *_grad_grad ops and all (no fault), give its 8 losses and its weights."""
+    program = gradc.load(files / case / "train.pb")
+    assert set(META[case]["grad_ops"]) <= {op.type for op in program.global_block.ops}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(files / case / "startup.pb"), scope=scope)
+    gradc.load_params(scope, files / case / "params.npz", program)
+    losses = [float(executor.run(program, _task(step), [META[case]["loss"]], scope)[0]) for step in range(8)]
+    np.testing.assert_allclose(losses, META[case]["losses"], rtol=1e-6)
+    paddle = np.load(files / case / "paddle.npz")
+    for name in META[case]["params"]:
+        np.testing.assert_allclose(scope[name], paddle[f"trained.{name}"], rtol=1e-5, atol=1e-6)
+
+
+def test_first_order_maml_takes_the_query_gradient_where_paddle_trains_nothing(files):
+    """Paddle's minimize of first-order MAML's loss (the inner gradients `w@GRAD` marked stop_gradient) returns no
+    parameter gradient, so its program has no adam op and its 'training' gives the untrained losses (found; Paddle's,
+    left as it is). gradc's compile of the same program takes the first-order gradient: d(query loss)/d(w') exactly
+    (no second derivatives), not MAML's; it trains."""
+    paddle_program = gradc.load(files / "fomaml" / "train.pb")
+    assert "adam" not in {op.type for op in paddle_program.global_block.ops}
+    np.testing.assert_allclose(META["fomaml"]["losses"], META["fomaml"]["untrained_losses"], rtol=1e-7)
+    train, startup = _compiled(files, "fomaml")
+    program = gradc.load(train)
+    adapted = {op.inputs["X"][0]: op.outputs["Out"][0] for op in program.global_block.ops
+               if op.type == "elementwise_sub" and op.inputs["X"][0] in META["fomaml"]["params"]}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(startup), scope=scope)
+    gradc.load_params(scope, files / "fomaml" / "params.npz", program)
+    names = META["fomaml"]["params"]
+    fetched = executor.run(program, _task(0), [f"{w}@GRAD@2" for w in names] + [f"{adapted[w]}@GRAD" for w in names],
+                           scope)
+    for grad, query_grad in zip(fetched[:6], fetched[6:]):
+        np.testing.assert_array_equal(grad, query_grad)
+    maml = np.load(files / "maml" / "paddle.npz")["grad.w2"]
+    assert np.abs(fetched[2] - maml).max() > 0.1 * np.abs(maml).max()
+    losses = [float(executor.run(program, _task(step % 8), [META["fomaml"]["loss"]], scope)[0]) for step in range(40)]
+    assert np.mean(losses[-8:]) < 0.8 * np.mean(losses[:8])
+
+
+def test_the_inner_step_written_the_gradc_way_trains_to_paddles_maml(files):
+    """The support loss alone (inner.pb), its gradient by gradc.gradients, w' = w - 0.01 g and the query loss at w'
+    appended by a ProgramBuilder, minimized by gradc's Adam (no fault): Paddle's 8 MAML losses."""
+    program = gradc.load(files / "maml" / "inner.pb")
+    weights = META["maml"]["params"]
+    grads = gradc.gradients(program, META["maml"]["inner_loss"], weights)
+    builder = gradc.ProgramBuilder(program=program)
+
+    def op(type, inputs, attrs=None):
+        return builder.op(type, inputs, attrs)[0]
+
+    fast = [op("elementwise_sub", {"X": w, "Y": op("scale", {"X": g}, {"scale": 0.01})})
+            for w, g in zip(weights, grads)]
+    hidden = "x_query"
+    for layer in range(3):
+        hidden = op("elementwise_add", {"X": op("matmul_v2", {"X": hidden, "Y": fast[2 * layer]}),
+                                        "Y": fast[2 * layer + 1]})
+        hidden = op("relu", {"X": hidden}) if layer < 2 else hidden
+    loss = op("reduce_mean", {"X": op("square", {"X": op("elementwise_sub", {"X": hidden, "Y": "y_query"})})},
+              {"reduce_all": True})
+    startup = gradc.optimizers.Adam(learning_rate=1e-3).minimize(program, loss=loss)
+    assert "relu_grad_grad" in {o.type for o in program.global_block.ops}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    gradc.load_params(scope, files / "maml" / "params.npz", program)
+    losses = [float(executor.run(program, _task(step), [loss], scope)[0]) for step in range(8)]
+    np.testing.assert_allclose(losses, META["maml"]["losses"], rtol=1e-6)
