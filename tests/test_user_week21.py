@@ -169,3 +169,18 @@ def test_the_inner_step_written_the_gradc_way_trains_to_paddles_maml(files):
     gradc.load_params(scope, files / "maml" / "params.npz", program)
     losses = [float(executor.run(program, _task(step), [loss], scope)[0]) for step in range(8)]
     np.testing.assert_allclose(losses, META["maml"]["losses"], rtol=1e-6)
+
+
+def test_logged_gradient_norms_of_paddles_maml_program_are_the_meta_gradients(files):
+    """Before, `gradc train --log-grad-norms` of Paddle's MAML training program logged the inner step's gradients
+    `w@GRAD` (total 15.37, w2 8.959), which the forward reads, where Adam steps with Paddle's `grad/grad/w@GRAD`, the
+    meta-gradients (total 8.657, w2 5.599, the norms of Paddle's fetched gradients)."""
+    done = gradc_cli("train", files / "maml" / "train.pb", "--startup", files / "maml" / "startup.pb", "--params",
+                     files / "maml" / "params.npz", "--data", files / "tasks.npz", "--episodes", "--steps", "1",
+                     "--log-grad-norms", "--log-every", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    step = next(line for line in map(json.loads, done.stdout.splitlines()) if line["event"] == "step")
+    paddle = np.load(files / "maml" / "paddle.npz")
+    want = {name: float(np.linalg.norm(paddle[f"grad.{name}"])) for name in META["maml"]["params"]}
+    logged = step["grad_norms"]["parameters"]
+    np.testing.assert_allclose([logged[name] for name in want], list(want.values()), rtol=1e-5)

@@ -12,7 +12,7 @@ from ..errors import GradcError, GradcWarning
 from ..ir import Program
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.base import last_gradients
-from ..pairing import OPTIMIZER, op_kinds
+from ..pairing import FORWARD, OPTIMIZER, op_kinds
 
 SHOWN = 8   # the text's line names the largest few; --json has every parameter
 
@@ -21,7 +21,7 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
     """(parameter, gradient) for each parameter of block 0 whose ``@GRAD`` var some op writes: the last backward's
     (``@GRAD@2`` where the loss holds derivatives written by an earlier one, a PDE residual's)."""
     block = program.global_block
-    named = last_gradients(block)
+    named = _not_read_forward(block, last_gradients(block))
     pairs = named or _updated(block)
     if not pairs:
         raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
@@ -34,6 +34,17 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
         warnings.warn(f"the optimizer's ops {how} (an {clipping.type}: clipping or weight decay): the norms logged "
                       f"are those after it", GradcWarning, stacklevel=3)
     return pairs
+
+
+def _not_read_forward(block, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``pairs`` with a gradient the forward reads (MAML's inner step, w - alpha * w@GRAD, in Paddle's program, whose
+    own backward then names the loss's gradients grad/grad/w@GRAD) swapped for the one the parameter's update reads."""
+    kinds = op_kinds(block)
+    read = {name for op, kind in zip(block.ops, kinds) if kind == FORWARD for name in op.input_names()}
+    if not read.intersection(grad for _, grad in pairs):
+        return pairs
+    updates = dict(_updated(block))
+    return [(param, updates.get(param, grad) if grad in read else grad) for param, grad in pairs]
 
 
 def _updated(block) -> list[tuple[str, str]]:
