@@ -235,7 +235,8 @@ def _penalty_file(path) -> None:
 def test_the_command_line_compiles_checks_and_trains_a_loss_computed_from_a_backward(tmp_path):
     """Before, `gradc compile` and `gradc check` of a program with a gradient penalty were refused ('the program
     already has backward ops'), though the Python API differentiates it; now a loss written after the last backward
-    op is differentiated again, and compiling a loss already differentiated is still refused."""
+    op is differentiated again, and compiling a loss already differentiated is still refused; checking the training
+    program checks its forward part, the penalty's backward kept."""
     _penalty_file(tmp_path / "penalty.pb")
     data = ["--feed", WEEK2 / "cnn" / "feed.npz", "--params", WEEK2 / "cnn" / "params.npz"]
     checked = gradc_cli("check", tmp_path / "penalty.pb", *data, "--directions", "2")
@@ -250,8 +251,10 @@ def test_the_command_line_compiles_checks_and_trains_a_loss_computed_from_a_back
     gradc_cli("compile", tmp_path / "penalty.pb", "-o", tmp_path / "twice.pb", "--loss", "penalty")
     again = gradc_cli("compile", tmp_path / "twice.pb", "-o", tmp_path / "thrice.pb", "--loss", "penalty")
     assert again.returncode == 1 and "name a loss computed after it (--loss)" in again.stderr
-    refused = gradc_cli("check", tmp_path / "train.pb", *data)
-    assert refused.returncode == 1 and "already a training program" in refused.stderr
+    # the training program's forward part keeps the penalty's backward, which its loss is computed from (week 21)
+    whole = gradc_cli("check", tmp_path / "train.pb", *data, "--directions", "2")
+    assert whole.returncode == 0 and "is a training program: checking its forward part" in whole.stderr
+    assert "6 var(s) checked: compiled gradients agree" in whole.stdout
 
 
 def test_a_dash_is_stdin_and_stdout_so_commands_pipe_into_each_other(tmp_path):

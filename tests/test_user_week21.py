@@ -184,3 +184,18 @@ def test_logged_gradient_norms_of_paddles_maml_program_are_the_meta_gradients(fi
     want = {name: float(np.linalg.norm(paddle[f"grad.{name}"])) for name in META["maml"]["params"]}
     logged = step["grad_norms"]["parameters"]
     np.testing.assert_allclose([logged[name] for name in want], list(want.values()), rtol=1e-5)
+
+
+def test_check_of_paddles_maml_training_program_keeps_its_inner_step(files):
+    """Before, `gradc check train.pb` of Paddle's MAML training program (a user who saved only what minimize made)
+    was refused: "already a training program ... check the forward program it was compiled from", its forward part
+    reading the inner step's gradients. Now the forward part keeps the backward ops the loss needs, and the
+    meta-gradients of Meta-SGD's 12 parameters agree with central differences."""
+    feed = files / "task0.npz"
+    np.savez(feed, **_task(0))
+    done = gradc_cli("check", files / "metasgd" / "train.pb", "--feed", feed, "--params",
+                     files / "metasgd" / "params.npz", "--startup", files / "metasgd" / "startup.pb",
+                     "--directions", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["loss"] == META["metasgd"]["loss"] and len(result["vars"]) == 12

@@ -16,6 +16,7 @@ from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, op_kinds
+from .history import default_fetch
 
 TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
 
@@ -72,11 +73,13 @@ def forward_part(program: Program, derivatives_of: Iterable[str] = (), test_mode
 
 def checkable_forward_part(program: Program) -> Program | None:
     """The forward part (in training mode) of a whole training program, Paddle's minimize program saved as it trains,
-    or None: no backward op, or a forward op reads what a backward op writes (a gradient penalty)."""
+    with the backward ops its loss is computed from; or None: no backward op, or a forward op reads what a backward
+    op the loss does not need writes."""
     kinds = op_kinds(program.global_block)
     if BACKWARD not in kinds:
         return None
-    forward = forward_part(program, test_mode=False)
+    # the backward ops the loss is computed from stay (MAML's inner step, written by static.gradients)
+    forward = forward_part(program, derivatives_of=default_fetch(program), test_mode=False)
     written = {name for op in forward.global_block.ops for name in op.output_names()}
     state = set(persistable_names(program))   # parameters and optimizer state: the values --params and startups give
     trained = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
