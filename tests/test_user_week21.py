@@ -199,3 +199,17 @@ def test_check_of_paddles_maml_training_program_keeps_its_inner_step(files):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["loss"] == META["metasgd"]["loss"] and len(result["vars"]) == 12
+
+
+def test_episodes_in_python_and_where_they_do_not_apply(files):
+    """The Python side of --episodes: gradc.Dataset(arrays, episodes=True) trains a task a step (Paddle's losses);
+    --episodes without --data is a usage error, as the other options of data are."""
+    train, startup = _compiled(files, "maml")
+    trainer = gradc.Trainer(gradc.load(train), [gradc.load(startup)])
+    gradc.load_params(trainer.scope, files / "maml" / "params.npz", trainer.program)
+    history = trainer.fit(gradc.Dataset(TASKS, "tasks", episodes=True))
+    np.testing.assert_allclose([values[0] for values in history.steps], META["maml"]["losses"], rtol=1e-6)
+    feed = files / "task0.npz"
+    np.savez(feed, **_task(0))
+    refused = gradc_cli("train", train, "--startup", startup, "--feed", feed, "--episodes")
+    assert refused.returncode == 2 and "--episodes: only with --data" in refused.stderr
