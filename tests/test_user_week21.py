@@ -213,3 +213,23 @@ def test_episodes_in_python_and_where_they_do_not_apply(files):
     np.savez(feed, **_task(0))
     refused = gradc_cli("train", train, "--startup", startup, "--feed", feed, "--episodes")
     assert refused.returncode == 2 and "--episodes: only with --data" in refused.stderr
+
+
+def test_an_adapt_and_predict_model_exports_with_its_inner_step(files, tmp_path):
+    """Feeds the support set and the query x, fetches the prediction at w' (no fault): exported as .pb and as PIR it
+    keeps the inner step's backward ops and predicts as the program does."""
+    program, params = gradc.load(files / "maml" / "outer.pb"), dict(np.load(files / "maml" / "params.npz"))
+    prediction = [op for op in program.global_block.ops if op.type == "elementwise_sub"][-1].input("X")[0]
+    scope = gradc.Scope()
+    gradc.load_params(scope, files / "maml" / "params.npz", program)
+    want, = gradc.Executor().run(program, _task(3), [prediction], scope)
+    feeds = ["x_support", "y_support", "x_query"]
+    for fmt in ("pb", "pir"):
+        model_path, params_path = gradc.export(program, tmp_path / fmt, feeds=feeds, fetches=[prediction],
+                                               values=params, format=fmt)
+        model = gradc.load(model_path)
+        assert "matmul_v2_grad" in {op.type for op in model.global_block.ops}
+        loaded = gradc.Scope()
+        gradc.load_params(loaded, params_path, model)
+        got, = gradc.Executor().run(model, {name: _task(3)[name] for name in feeds}, None, loaded)
+        np.testing.assert_array_equal(got, want)
