@@ -18,6 +18,10 @@ each step and at the startup's parameters on every task (its executor on outer.p
 training program, the vars' names. Paddle's minimize of fomaml's loss returns no parameter gradient and trains nothing
 (docs/tools.md).
 
+classify/: 5-way MAML on random vectors (an 8-32-5 ReLU net, one inner step of softmax cross-entropy, alpha 0.4):
+outer.pb, params.npz, tasks.npz (8 tasks of 25 support and 25 query points); Paddle's minimize fails, so meta.json holds
+its error and its outer loss and accuracy on each task at the startup's values.
+
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week21.py tests/data/paddle/user_week21
 """
 
@@ -28,10 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import paddle
+import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle_programs import without_callstacks
 
 SHOTS, STEPS, WIDTH = 10, 8, 40
+WAYS, FEATURES = 5, 8
 RNG = np.random.default_rng(21)
 CASES = {"maml": dict(activation="relu", inner_steps=1, first_order=False, learned_rate=False, penalty=0.0),
          "fomaml": dict(activation="relu", inner_steps=1, first_order=True, learned_rate=False, penalty=0.0),
@@ -133,6 +139,62 @@ def build(name, case, out: Path, task_feed) -> dict:
                                                   if op.type.endswith(("_grad_grad", "double_grad"))})}
 
 
+def classification_tasks() -> dict:
+    """5-way tasks of random vectors: 5 centres N(0, 1) in 8-d a task, 5 support and 5 query points a class (noise
+    0.5), the classes' order shuffled."""
+    centres = RNG.standard_normal((STEPS, WAYS, FEATURES))
+    labels = np.tile(np.arange(WAYS), WAYS)
+    data = {}
+    for split in ("support", "query"):
+        data[f"x_{split}"] = (centres[:, labels] + 0.5 * RNG.standard_normal((STEPS, WAYS * WAYS, FEATURES)))
+        data[f"y_{split}"] = np.repeat(labels[None, :, None], STEPS, 0).astype("int64")
+    return {name: value.astype("float32") if name.startswith("x") else value for name, value in data.items()}
+
+
+def classification(out: Path) -> dict:
+    """5-way MAML: an 8-32-5 ReLU net, one inner step (alpha 0.4) of softmax cross-entropy. Paddle's minimize fails
+    (no maker of softmax_with_cross_entropy_grad's gradient): Paddle gives the outer loss and accuracy per task."""
+    (out / "classify").mkdir(parents=True, exist_ok=True)
+    paddle.utils.unique_name.switch()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        paddle.seed(21)
+        shapes = [[FEATURES, 32], [32], [32, WAYS]]
+        weights = [paddle.static.create_parameter(shape, "float32", name=f"c{i}") for i, shape in enumerate(shapes)]
+        data = {f"x_{split}": paddle.static.data(f"x_{split}", [WAYS * WAYS, FEATURES], "float32")
+                for split in ("support", "query")}
+        data |= {f"y_{split}": paddle.static.data(f"y_{split}", [WAYS * WAYS, 1], "int64")
+                 for split in ("support", "query")}
+
+        def logits(params, x):
+            return paddle.matmul(activation("relu", paddle.matmul(x, params[0]) + params[1]), params[2])
+
+        inner = paddle.mean(F.softmax_with_cross_entropy(logits(weights, data["x_support"]), data["y_support"]))
+        fast = [w - 0.4 * g for w, g in zip(weights, paddle.static.gradients(inner, weights))]
+        query = logits(fast, data["x_query"])
+        loss = paddle.mean(F.softmax_with_cross_entropy(query, data["y_query"]))
+        accuracy = paddle.static.accuracy(F.softmax(query), data["y_query"])
+        forward = main.clone()
+        try:
+            paddle.optimizer.Adam(learning_rate=1e-3).minimize(loss)
+            refused = ""
+        except RuntimeError as exc:
+            refused = str(exc).splitlines()[0]
+    executor, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    task_feed = classification_tasks()
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        values = {w.name: np.array(scope.find_var(w.name).get_tensor()) for w in weights}
+        fetched = [executor.run(forward, feed={key: value[step] for key, value in task_feed.items()},
+                                fetch_list=[loss.name, accuracy.name]) for step in range(STEPS)]
+    write_gz(out / "classify" / "outer.pb", without_callstacks(forward))
+    np.savez(out / "classify" / "params.npz", **values)
+    np.savez(out / "classify" / "tasks.npz", **task_feed)
+    return {"loss": loss.name, "accuracy": accuracy.name, "params": [w.name for w in weights],
+            "untrained_losses": [float(f[0]) for f in fetched], "untrained_accuracy": [float(f[1]) for f in fetched],
+            "paddle_minimize": refused}
+
+
 if __name__ == "__main__":
     paddle_legacy_shim.install()
     paddle.enable_static()
@@ -141,4 +203,5 @@ if __name__ == "__main__":
     task_feed = tasks()
     np.savez(target / "tasks.npz", **task_feed)
     meta = {name: build(name, case, target, task_feed) for name, case in CASES.items()}
+    meta["classify"] = classification(target)
     (target / "meta.json").write_text(json.dumps(meta, indent=1))
