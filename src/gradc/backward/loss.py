@@ -10,9 +10,10 @@ from ..errors import GradcNotice, GradcWarning, GradError
 from ..ir import FLOAT_DTYPES, Block, Program
 from ..shapes import numel
 
-# ops that only watch a value (Paddle's OutScaleForTrainingPass appends one on every output, the loss included):
-# their statistics are no loss, and their reading a value leaves it unread
-OBSERVERS = frozenset({"moving_average_abs_max_scale"})
+# ops that only watch a value (Paddle's OutScaleForTrainingPass appends one on every output, the loss included; the
+# metrics `paddle.static.accuracy` and `auc` append after a classifier's loss): their statistics are no loss, and
+# their reading a value leaves it unread
+OBSERVERS = frozenset({"moving_average_abs_max_scale", "accuracy", "auc"})
 
 
 def _last_op(block: Block):
