@@ -21,6 +21,7 @@ from ..errors import ExecutionError, FeedError, GradcError
 from ..executor import Executor, Scope
 from ..executor.failures import NonFiniteError
 from ..ir import Program
+from ..pairing import BACKWARD, op_kinds
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
@@ -76,7 +77,8 @@ def named_losses(program: Program, loss: str | Sequence[str] | None) -> list[str
 
 
 def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
-    for found in classifiers(forward):
+    direct = _computing(forward, result.losses)   # MAML's query classifier before its support one
+    for found in sorted(classifiers(forward), key=lambda found: found.index not in direct):
         if found.label in names and (label is None or label == found.label):
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
             return
@@ -100,6 +102,18 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         readers = sorted({found.label for found in classifiers(forward)})
         meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""
         raise GradcError(f"evaluation: --label {label}: no class scores of the program are scored against it{meant}")
+
+
+def _computing(forward: Program, losses: Sequence[str]) -> set[int]:
+    """The indices of the forward ops ``losses`` are computed from, not through a backward op (an inner step's)."""
+    block, needed, found = forward.global_block, set(losses), set()
+    kinds = op_kinds(block)
+    for index in range(len(block.ops) - 1, -1, -1):
+        op = block.ops[index]
+        if kinds[index] != BACKWARD and needed.intersection(op.output_names()):
+            needed.update(op.input_names())
+            found.add(index)
+    return found
 
 
 def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
