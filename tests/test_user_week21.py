@@ -20,6 +20,7 @@ from gradc.gradcheck import compare_program
 WEEK = DATA / "user_week21"
 META = json.loads((WEEK / "meta.json").read_text())
 TASKS = dict(np.load(WEEK / "tasks.npz"))
+CLASSIFY = META.pop("classify")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def files(tmp_path_factory):
     """The week's files as the user has them: the programs unpacked, each case's beside its arrays."""
     out = tmp_path_factory.mktemp("week21")
     shutil.copy(WEEK / "tasks.npz", out / "tasks.npz")
-    for case in META:
+    for case in [*META, "classify"]:
         (out / case).mkdir()
         for path in (WEEK / case).iterdir():
             if path.suffix == ".gz":
@@ -233,3 +234,35 @@ def test_an_adapt_and_predict_model_exports_with_its_inner_step(files, tmp_path)
         gradc.load_params(loaded, params_path, model)
         got, = gradc.Executor().run(model, {name: _task(3)[name] for name in feeds}, None, loaded)
         np.testing.assert_array_equal(got, want)
+
+
+def test_five_way_classification_maml_picks_its_outer_loss_and_scores_the_query(files):
+    """5-way MAML of random vectors (softmax cross-entropy inside the inner step; `paddle.static.accuracy` of the
+    query after the loss). Paddle's minimize fails: no maker of softmax_with_cross_entropy_grad's gradient. Before,
+    gradc picked no loss (the accuracy op, last, writes three scalars): `gradc compile` and `gradc check` said "the
+    program already has backward ops", `gradc evaluate` "computes no loss", and its top-1 accuracy scored the
+    support's logits before the inner step (0.19, chance). Now the loss is the query's (a notice names it), its
+    gradient that of central differences, the evaluated loss and accuracy Paddle's means over the 8 tasks (1.2279,
+    0.54), and compiled it trains: 10 epochs raise the query accuracy past 0.7."""
+    assert "softmax_with_cross_entropy_grad" in CLASSIFY["paddle_minimize"]
+    outer, params, tasks = (files / "classify" / name for name in ("outer.pb", "params.npz", "tasks.npz"))
+    feed = files / "classify_task0.npz"
+    np.savez(feed, **{name: value[0] for name, value in np.load(tasks).items()})
+    checked = gradc_cli("check", outer, "--feed", feed, "--params", params, "--directions", "3", "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["loss"] == CLASSIFY["loss"]
+    done = gradc_cli("evaluate", outer, "--data", tasks, "--params", params, "--episodes", "--fetch",
+                     CLASSIFY["accuracy"], "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    np.testing.assert_allclose(result["loss"], np.mean(CLASSIFY["untrained_losses"]), rtol=1e-6)
+    np.testing.assert_allclose([result["acc"], result[CLASSIFY["accuracy"]]],
+                               [np.mean(CLASSIFY["untrained_accuracy"])] * 2, rtol=1e-6)
+    train = files / "classify" / "train.pb"
+    assert gradc_cli("compile", outer, "-o", train, "--optimizer", "adam", "--lr", "0.001").returncode == 0
+    trained = gradc_cli("train", train, "--startup", files / "classify" / "train.startup.pb", "--params", params,
+                        "--data", tasks, "--episodes", "--epochs", "10", "--eval", tasks, "--fetch", CLASSIFY["loss"],
+                        "--fetch", CLASSIFY["accuracy"], "--json")
+    assert trained.returncode == 0, trained.stderr
+    final = json.loads(trained.stdout.splitlines()[-1])["eval"]
+    assert final[CLASSIFY["loss"]] < 0.9 * np.mean(CLASSIFY["untrained_losses"]) and final[CLASSIFY["accuracy"]] > 0.7
