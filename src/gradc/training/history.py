@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backward import default_loss
 from ..errors import GradcError
-from ..ir import Program, roles
+from ..ir import FLOAT_DTYPES, Program, roles
 from ..pairing import BACKWARD, OPTIMIZER, op_kinds, seeded_losses
 
 
@@ -26,15 +26,17 @@ def default_fetch(program: Program) -> list[str]:
     with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
     guess; never an inner objective whose gradients the forward goes on from (_inner_objectives)."""
     block = program.global_block
-    marked = []
+    marked, per_example = [], False
     inner = _inner_objectives(block)
     for op in block.ops:
         role = op.attrs.get("op_role")
         if isinstance(role, int) and role & roles.LOSS and not role & roles.BACKWARD:
-            names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])
-                     and n not in inner]
+            if any(name in inner for name in op.output_names()):
+                continue
+            names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])]
             marked += names if len(names) == 1 and names[0] not in marked else []
-    if marked:
+            per_example = per_example or not names
+    if marked or per_example:   # a loss of one value per example: no scalar of it to report
         return marked
     seeded = [name for name in seeded_losses(block) if name not in inner]
     if seeded:
@@ -44,10 +46,10 @@ def default_fetch(program: Program) -> list[str]:
 
 
 def _inner_objectives(block) -> set[str]:
-    """The losses (marked by op_role, or seeded by a backward's ones) whose backward the forward goes on from:
-    `paddle.static.gradients` seeds the loss it differentiates (MAML's support loss, a critic's output under a
-    gradient penalty), and the ops after it that read those gradients compute the program's loss, not it."""
-    inner, started, since = set(), [], {}   # since: var -> the losses whose backward had begun when it was written
+    """The losses (marked by op_role, or seeded by a backward's ones) from whose gradients the forward computes another
+    float scalar: `paddle.static.gradients` seeds the loss it differentiates (MAML's support loss, a critic's output
+    under a gradient penalty), and the scalar computed from those gradients is the program's loss, not it."""
+    inner, started, since = set(), [], {}   # since: var -> the losses whose gradients it is computed from
     for op, kind in zip(block.ops, op_kinds(block)):
         role = op.attrs.get("op_role")
         if kind == BACKWARD:
@@ -56,8 +58,12 @@ def _inner_objectives(block) -> set[str]:
             for name in op.output_names():
                 since[name] = tuple(started)
         elif kind != OPTIMIZER:
-            for name in op.input_names():
-                inner.update(since.get(name, ()))
+            sources = {loss for name in op.input_names() for loss in since.get(name, ())}
+            for name in op.output_names() if sources else ():
+                since[name] = tuple(sources)
+                var = block.find_var(name)
+                if (var is not None and not var.persistable and var.dtype in FLOAT_DTYPES and var.shape in ([], [1])):
+                    inner.update(sources)
             if isinstance(role, int) and role & roles.LOSS:
                 started.extend(op.output_names())
     return inner
