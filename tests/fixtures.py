@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -107,6 +109,16 @@ class Fixture(FixtureFiles):
         np.testing.assert_allclose(results[self.meta["loss"]], self.loss, rtol=1e-5, atol=1e-6)
         for name, expected in self.npz("grads").items():
             np.testing.assert_allclose(results[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def unpacked(week: Path, out: Path) -> Path:
+    """A user week's files as the user has them: its gzipped programs unpacked into ``out`` beside its arrays."""
+    for path in week.iterdir():
+        if path.suffix == ".gz":
+            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
+        else:
+            shutil.copy(path, out / path.name)
+    return out
 
 
 def grad_vars(program: gradc.Program) -> set[str]:

@@ -4,16 +4,14 @@ cross-entropy with ignore_index), its frozen base and LoRA adapters on q and v t
 global-norm clipping, the adapters merged for greedy generation with a key/value cache (step by step with `gradc run`,
 and as one while loop), legacy and PIR; each fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 
 WEEK = DATA / "user_week17"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -26,12 +24,7 @@ CACHES = [f"cache_{kind}{layer}" for layer in range(2) for kind in "kv"]
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files as the user has them: the fixture's programs unpacked beside its arrays."""
-    out = tmp_path_factory.mktemp("week17")
-    for path in WEEK.iterdir():
-        if path.suffix == ".gz":
-            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copy(path, out / path.name)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week17"))
     return out
 
 

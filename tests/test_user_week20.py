@@ -5,16 +5,14 @@ decay on LayerNorm, bias, class token and position embedding), layer-wise learni
 global-norm clipping and GradientMergeOptimizer; trained, compiled, checked, evaluated and run with gradc; each fault
 found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 from gradc.schedules import runs_per_update
 
 WEEK = DATA / "user_week20"
@@ -32,12 +30,7 @@ LAYER_LR = ("--param-lr", "conv2d_0.*=0.25", "--param-lr", "cls_token=0.25", "--
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files as the user has them: the fixture's programs unpacked beside its arrays."""
-    out = tmp_path_factory.mktemp("week20")
-    for path in WEEK.iterdir():
-        if path.suffix == ".gz":
-            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copy(path, out / path.name)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week20"))
     return out
 
 

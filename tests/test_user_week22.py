@@ -4,16 +4,14 @@ margin_cross_entropy has no CPU kernel) and a batch-hard triplet loss (where + a
 Paddle 3.3.1's ops (tools/paddle_user_week22.py), trained, checked, exported tower by tower and scored by recall@k
 with gradc; each fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 
 WEEK = DATA / "user_week22"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -26,12 +24,7 @@ TOWERS = {"image": ("image", META["clip"]["image_embed"]), "text": ("tokens", ME
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files as the user has them: the fixture's programs unpacked beside its arrays."""
-    out = tmp_path_factory.mktemp("week22")
-    for path in WEEK.iterdir():
-        if path.suffix == ".gz":
-            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copy(path, out / path.name)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week22"))
     return out
 
 

@@ -4,16 +4,14 @@ frozen feature net; a PSNR), a neural style transfer whose trained variable is t
 total-variation loss by slicing and abs), both trained with Adam, and the SR net exported and run on images twice the
 training size (save_inference_model and PIR's jit.save); each fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 from gradc.errors import FeedError
 
 WEEK = DATA / "user_week23"
@@ -25,12 +23,7 @@ SR_LOSS, PSNR = META["sr"]["loss"], META["sr"]["psnr"]
 def files(tmp_path_factory):
     """The week's files as the user has them: the fixture's programs unpacked beside its arrays, and the feeds a user
     writes from them (the style transfer's two images, the frozen feature net, the larger images, a batch)."""
-    out = tmp_path_factory.mktemp("week23")
-    for path in WEEK.iterdir():
-        if path.suffix == ".gz":
-            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copy(path, out / path.name)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week23"))
     style = np.load(out / "style.npz")
     np.savez(out / "images.npz", content=style["content"], style=style["style"])
     np.savez(out / "vgg.npz", **{name: style[name] for name in style.files if name.startswith("vgg")})
