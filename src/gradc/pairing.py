@@ -126,12 +126,18 @@ def marked_losses(block: Block) -> dict[int, list[str]]:
     return {idx: names for idx, names in kept.items() if names}
 
 
+def is_backward_seed(op: OpDesc) -> bool:
+    """A fill_any_like of ones reading a value: the gradient a backward starts from (Paddle's PIR seed,
+    pd_op.full_like; `paddle.static.gradients` of an inner loss)."""
+    return op.type == "fill_any_like" and op.attrs.get("value") == 1.0 and bool(op.input("X"))
+
+
 def seeded_losses(block: Block) -> list[str]:
     """The float scalars the backward starts from, where no op_role marks the loss (a PIR program): the X of each
-    fill_any_like of ones of the backward (Paddle's PIR seed, pd_op.full_like)."""
+    backward seed."""
     names = []
     for op, kind in zip(block.ops, op_kinds(block)):
-        if op.type != "fill_any_like" or kind != BACKWARD or op.attrs.get("value") != 1.0 or not op.input("X"):
+        if kind != BACKWARD or not is_backward_seed(op):
             continue
         var = block.find_var(op.input("X")[0])
         if (var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and prod(var.shape) == 1

@@ -10,7 +10,7 @@ import numpy as np
 from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import FLOAT_DTYPES, Program, roles
-from ..pairing import BACKWARD, OPTIMIZER, op_kinds, seeded_losses
+from ..pairing import BACKWARD, OPTIMIZER, is_backward_seed, op_kinds, seeded_losses
 
 
 def scalar(name: str, value) -> float:
@@ -53,7 +53,7 @@ def _inner_objectives(block) -> set[str]:
     for op, kind in zip(block.ops, op_kinds(block)):
         role = op.attrs.get("op_role")
         if kind == BACKWARD:
-            if op.type == "fill_any_like" and op.attrs.get("value") == 1.0 and op.input("X"):
+            if is_backward_seed(op):
                 started.append(op.input("X")[0])
             for name in op.output_names():
                 since[name] = tuple(started)
