@@ -45,3 +45,12 @@ def write_training_case(out: Path, programs: dict, feed: dict):
     np.savez(out / "feed.npz", **feed)
     params = [p.name for p in main.all_parameters()]
     return exe, scope, persistable, [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]
+
+
+def predict(model: str, params_file: str, feed: dict) -> dict:
+    """Paddle Inference's outputs, by name, for a saved model (.pdmodel or PIR .json) run on ``feed``."""
+    predictor = paddle.inference.create_predictor(paddle.inference.Config(model, params_file))
+    for name in predictor.get_input_names():
+        predictor.get_input_handle(name).copy_from_cpu(feed[name])
+    predictor.run()
+    return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}

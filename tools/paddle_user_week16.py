@@ -37,7 +37,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import without_callstacks
+from paddle_programs import predict, without_callstacks
 
 RNG = np.random.default_rng(16)
 OBS, ACTIONS, HIDDEN, BATCH = 4, 3, 16, 8
@@ -230,14 +230,6 @@ def legacy_cases(out: Path, meta: dict) -> None:
                    "losses": run_steps(exe, main, minibatches(data, BATCH, EPOCHS), loss)}
     (out / "ppo_forward.pb").write_bytes(without_callstacks(forward))
     (out / "ppo_startup.pb").write_bytes(without_callstacks(startup))
-
-
-def predict(model: str, params: str, feed: dict) -> dict:
-    predictor = paddle.inference.create_predictor(paddle.inference.Config(model, params))
-    for name in predictor.get_input_names():
-        predictor.get_input_handle(name).copy_from_cpu(feed[name])
-    predictor.run()
-    return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}
 
 
 def pir_cases(out: Path, meta: dict) -> None:

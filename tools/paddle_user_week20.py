@@ -38,7 +38,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import without_callstacks
+from paddle_programs import predict, without_callstacks
 
 
 def write_program(path: Path, program) -> None:
@@ -253,14 +253,6 @@ def _trained(out: Path, model) -> list:
     """Paddle's trained values in the order of the model's state_dict, by the parameters' generated names."""
     trained = np.load(out / "vit_trained.npz")
     return [trained[param.name] for param in model.state_dict().values()]
-
-
-def predict(model: str, params_file: str, feed: dict) -> dict:
-    predictor = paddle.inference.create_predictor(paddle.inference.Config(model, params_file))
-    for name in predictor.get_input_names():
-        predictor.get_input_handle(name).copy_from_cpu(feed[name])
-    predictor.run()
-    return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}
 
 
 if __name__ == "__main__":
