@@ -27,7 +27,7 @@ import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import predict, without_callstacks
 
 paddle_legacy_shim.install()
 paddle.enable_static()
@@ -149,12 +149,7 @@ def save_inference(out: Path, exe, score_threshold: float, feed: dict) -> dict:
     img = infer.global_block().var("img")
     paddle.static.save_inference_model(str(out / "model"), [img, infer.global_block().var("im_size")],
                                        [infer.global_block().var(v.name) for v in outputs], exe, program=infer)
-    config = paddle.inference.Config(str(out / "model.pdmodel"), str(out / "model.pdiparams"))
-    predictor = paddle.inference.create_predictor(config)
-    for name in predictor.get_input_names():
-        predictor.get_input_handle(name).copy_from_cpu(feed[name])
-    predictor.run()
-    return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}
+    return predict(str(out / "model.pdmodel"), str(out / "model.pdiparams"), feed)
 
 
 def legacy_rois(out: Path) -> None:

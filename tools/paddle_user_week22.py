@@ -35,7 +35,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import predict, without_callstacks
 
 FEATURES, HIDDEN, EMBED, VOCAB, WORDS, CLASSES = 12, 16, 8, 20, 5, 6
 BATCH, STEPS, GALLERY = 8, 4, 16
@@ -143,14 +143,6 @@ def recall_at(image_embed: np.ndarray, text_embed: np.ndarray, k: int) -> float:
     return float(np.mean([i in row for i, row in enumerate(ranks)]))
 
 
-def predict(model: str, params_file: str, feed: dict) -> np.ndarray:
-    predictor = paddle.inference.create_predictor(paddle.inference.Config(model, params_file))
-    for name in predictor.get_input_names():
-        predictor.get_input_handle(name).copy_from_cpu(feed[name])
-    predictor.run()
-    return predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
-
-
 def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
@@ -219,8 +211,8 @@ def export_towers(out: Path, exe, forward, outputs: dict) -> dict:
                                                [block.var(outputs[f"{tower}_embed"])], exe, program=forward)
             (out / f"{tower}_tower.pdmodel.gz").write_bytes(
                 gzip.compress(Path(f"{saved}/{tower}.pdmodel").read_bytes(), mtime=0))
-            embeddings[tower] = predict(f"{saved}/{tower}.pdmodel", f"{saved}/{tower}.pdiparams",
-                                        {feed: gallery[feed]})
+            (embeddings[tower],) = predict(f"{saved}/{tower}.pdmodel", f"{saved}/{tower}.pdiparams",
+                                           {feed: gallery[feed]}).values()
     np.savez(out / "predictor.npz", image_embed=embeddings["image"], text_embed=embeddings["text"],
              gallery_image=gallery["image"], gallery_tokens=gallery["tokens"])
     return {"recall": {k: recall_at(embeddings["image"], embeddings["text"], k) for k in (1, 5)}}
