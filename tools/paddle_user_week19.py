@@ -11,15 +11,16 @@
 - the denoiser after training saved by save_inference_model (x_t, t, label -> eps), and DDIM sampling with guidance: a
   few steps, each two runs of Paddle's Predictor (conditional and null label), the update on the host.
 
-Writes ddpm.pb (Paddle's training program), ddpm_forward.pb (before minimize), ddpm_startup.pb, batches.npz (x0, eps,
-t, label of every step), first_grads.npz (Paddle's gradients of step 1 of the parameters of GroupNorm, conv_transpose
-and the conv after the up-sampling), ddpm_ema.npz (the EMA weights after training, as ema.apply gives them),
-sample.npz (the starting noise, the labels, each DDIM step's image from Paddle's Predictor of the trained denoiser),
-meta.json (losses, learning rates, names).
+Writes (programs gzipped) ddpm.pb (Paddle's training program), ddpm_forward.pb (before minimize), ddpm_startup.pb,
+batches.npz (x0, eps, t, label of every step), first_grads.npz (Paddle's gradients of step 1 of the parameters of
+GroupNorm, conv_transpose and the conv after the up-sampling), ddpm_ema.npz (the EMA weights after training, as
+ema.apply gives them), sample.npz (the starting noise, the labels, each DDIM step's image from Paddle's Predictor of
+the trained denoiser), meta.json (losses, learning rates, names).
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week19.py tests/data/paddle/user_week19
 """
 
+import gzip
 import json
 import sys
 import tempfile
@@ -181,9 +182,8 @@ def main(out: Path) -> None:
     with ema.apply(exe):
         np.savez_compressed(out / "ddpm_ema.npz", **{name: np.array(scope.find_var(name).get_tensor())
                                                      for name in params})
-    (out / "ddpm.pb").write_bytes(without_callstacks(main_program))
-    (out / "ddpm_forward.pb").write_bytes(without_callstacks(forward))
-    (out / "ddpm_startup.pb").write_bytes(without_callstacks(startup))
+    for name, program in (("ddpm", main_program), ("ddpm_forward", forward), ("ddpm_startup", startup)):
+        (out / f"{name}.pb.gz").write_bytes(gzip.compress(without_callstacks(program), mtime=0))
     noise = RNG.standard_normal((2, CHANNELS, SIZE, SIZE)).astype(np.float32)
     wanted = np.array([1, 3], np.int64)
     with tempfile.TemporaryDirectory() as saved:
