@@ -29,7 +29,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .layers import ProgramBuilder
     from .optimizers import minimize
     from .passes.recompute import recompute
-    from .training import Dataset, History, Trainer, add_loss, evaluate, export, load_params, save_params, train
+    from .training import LBFGS, Dataset, History, Trainer, add_loss, evaluate, export, load_params, save_params, train
     from .training.finetune import set_train_mode
 
 __version__ = "0.1.0"
@@ -40,14 +40,14 @@ _ON_FIRST_USE = {
     "seed": ".executor.randomness",
     **dict.fromkeys(["Executor", "LoDTensor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
-    **dict.fromkeys(["Dataset", "History", "Trainer", "add_loss", "evaluate", "export", "load_params", "save_params",
-                     "set_train_mode", "train"], ".training"),
+    **dict.fromkeys(["LBFGS", "Dataset", "History", "Trainer", "add_loss", "evaluate", "export", "load_params",
+                     "save_params", "set_train_mode", "train"], ".training"),
 }
 __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
-    "GradcError", "GradcWarning", "History", "LoDTensor",
+    "GradcError", "GradcWarning", "History", "LBFGS", "LoDTensor",
     "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
     "SelectedRows", "Trainer", "VarDesc", "VarType", "add_loss", "append_backward", "defop", "evaluate", "export",
     "global_scope",

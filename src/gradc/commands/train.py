@@ -18,6 +18,7 @@ from ..training import Dataset, OneBatch, Trainer, load_params
 from ..training import save_params as write_model_params
 from ..training.ema import ema_applied, require_ema
 from ..training.interrupt import Stopped
+from ..training.lbfgs import parse as parse_lbfgs
 from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
@@ -88,14 +89,18 @@ from .train_report import JsonLinesReporter
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), metavar="RATE",
               help="The learning rate of every step instead of the one compiled in (what --lr-schedule RATE writes).")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+@click.option("--lbfgs", "lbfgs_spec", is_flag=False, flag_value="", metavar="[ARGS]", help="Train a program "
+              "compiled without --optimizer by L-BFGS, as paddle.optimizer.LBFGS: each step up to max_iter iterations "
+              "on its batch. ARGS: LBFGS's keyword arguments, e.g. \"max_iter=20, line_search_fn='strong_wolfe'\" "
+              "(none: its defaults).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead: an object per logged step (as "
               "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
-          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, as_json,
-          strict_params):
+          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, lbfgs_spec,
+          as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -119,6 +124,11 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                                           ("--episodes", episodes)) if value]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
+    lbfgs = None if lbfgs_spec is None else parse_lbfgs(lbfgs_spec)
+    for given, option in ((lr_schedule, "--lr and --lr-schedule"), (checkpoint_dir or resume,
+                                                                     "--checkpoint-dir and --resume")):
+        if lbfgs and given:   # L-BFGS steps by its line search, and its history is not in a checkpoint
+            raise click.UsageError(f"{option}: not with --lbfgs")
     if lr_schedule in KINDS:
         raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
                                f"compile (with --decay-steps N); gradc train then needs no schedule")
@@ -135,12 +145,17 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     training = load(program)
     if save_ema:
         require_ema(training, program)
-    reason = updates_nothing(training)
+    reason = None if lbfgs else updates_nothing(training)
     if reason:
         raise GradcError(f"{program}: {reason}")
-    trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
-                      log_grad_norms=log_grad_norms)
+    try:
+        trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
+                          lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
+                          log_grad_norms=log_grad_norms, lbfgs=lbfgs)
+    except GradcError as exc:   # what L-BFGS finds missing in the program: said of the file
+        if lbfgs is None or str(exc).startswith(str(program)):
+            raise
+        raise GradcError(f"{program}: {exc}") from None
     if params:
         load_params(trainer.scope, params, trainer.program, strict_params)
     fixed = read_npz(feed, "feed") if feed is not None else None
@@ -156,7 +171,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays, params,
                        program)
-        if lr_schedule is None:
+        if lr_schedule is None and lbfgs is None:
             _warn_of_a_zero_rate(trainer)
     log = log_every or (1 if data is None else 10)
     reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log, bar=not log_grad_norms)

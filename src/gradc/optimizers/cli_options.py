@@ -21,8 +21,20 @@ DECOUPLED = {"adamw": "weight_decay", "lamb": "lamb_weight_decay", "rprop": None
 REGULARIZER_ARGUMENT = {"lars_momentum": "regularization"}
 
 DEFAULT_LR, DEFAULT_GAMMA = 0.01, 0.1
+
+
+class OptimizerChoice(click.Choice):
+    """Paddle's static optimizers; L-BFGS, a loop with line searches and no ops, is sent to where gradc runs it."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.lower().replace("-", "") == "lbfgs":
+            self.fail("L-BFGS is no op of a program: compile without --optimizer, then train the compiled program "
+                      "with gradc train --lbfgs (paddle.optimizer.LBFGS's steps)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 OPTIONS = [
-    click.option("--optimizer", type=click.Choice(sorted(OPTIMIZERS)),
+    click.option("--optimizer", type=OptimizerChoice(sorted(OPTIMIZERS)),
                  help="Also append parameter updates (a training step), as Paddle's minimize() does."),
     click.option("--lr", "learning_rate", type=float, help=f"Learning rate (default {DEFAULT_LR})."),
     click.option("--lr-schedule", metavar="SPEC",

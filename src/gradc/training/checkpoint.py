@@ -18,6 +18,8 @@ import numpy as np
 from ..errors import FormatError, GradcError, OutputError
 from ..io import write_atomic
 from ..io.arrays import read_npz
+from ..ir import VarType
+from .params import checked_param
 
 FORMAT = "gradc checkpoint 1"
 KEEP = 2
@@ -96,3 +98,32 @@ def _sha256(path: Path) -> str | None:
 def _states(directory: Path) -> list[Path]:
     found = [(int(match[1]), path) for path in directory.iterdir() if (match := _STATE.match(path.name))]
     return [path for _, path in sorted(found)]
+
+
+def checked_checkpoint(program, values: dict[str, np.ndarray], path) -> dict[str, np.ndarray]:
+    """A checkpoint of this program: a value for each persistable var block 0 reads, of its shape and dtype,
+    and none for a var it does not have (another program's checkpoint)."""
+    block = program.global_block
+    read = {name for op in block.ops for name in op.input_names()}
+    unknown = _telling_first(block, [name for name in values if block.find_var(name) is None])
+    missing = _telling_first(block, [name for name in read - values.keys() if (var := block.find_var(name))
+                                     is not None and var.persistable and var.type == VarType.DENSE_TENSOR])
+    for names, what in ((unknown, "values for vars this program does not have"), (missing, "no value for")):
+        if names:
+            shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+            raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
+                             f"program (resume with the program that wrote it)")
+    try:
+        return {name: checked_param(program, name, value, str(path.with_suffix(".npz")), hint=False)
+                for name, value in values.items()}
+    except GradcError as exc:
+        raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None
+
+
+def _telling_first(block, names: list[str]) -> list[str]:
+    """Parameters first, names made up by gradc or Paddle ('@LR_DECAY_COUNTER@') last, each group sorted: the names
+    an error shows first say best which model a checkpoint is of."""
+    def key(name: str):
+        var = block.find_var(name)
+        return var is None or not var.is_parameter, "@" in name, name
+    return sorted(names, key=key)

@@ -28,14 +28,15 @@ from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..executor.feeding import program_inputs
 from ..io import load
-from ..ir import Program, VarType
+from ..ir import Program
 from .best import EarlyStopping, split_best
-from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
+from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, without_unread
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .grad_norms import gradient_norms, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
+from .lbfgs import LBFGS, program_objective
 from .params import checked_param, run_startup
 from .programs import updates_nothing
 
@@ -46,12 +47,16 @@ class Trainer:
     def __init__(self, program: Program | str | os.PathLike, startup=(), scope: Scope | None = None, *,
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
-                 executor: Executor | None = None, paddle_stream: bool = False, log_grad_norms: bool = False):
+                 executor: Executor | None = None, paddle_stream: bool = False, log_grad_norms: bool = False,
+                 lbfgs: LBFGS | None = None):
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
         reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module).
-        ``log_grad_norms``: measure each parameter's gradient every step (``grad_norms``, the reporters show it)."""
+        ``log_grad_norms``: measure each parameter's gradient every step (``grad_norms``, the reporters show it).
+        ``lbfgs``: each step is an L-BFGS step (gradc.training.lbfgs) of a program compiled without an optimizer."""
         self.program = program if isinstance(program, Program) else load(program)
-        reason = updates_nothing(self.program)
+        if lbfgs is not None and lr_schedule is not None:
+            raise GradcError("L-BFGS takes no learning-rate schedule: its learning_rate is the first trial step")
+        reason = None if lbfgs is not None else updates_nothing(self.program)
         if reason:
             warnings.warn(reason, GradcWarning, stacklevel=2)
         self.scope = Scope() if scope is None else scope
@@ -80,6 +85,8 @@ class Trainer:
             self._reseed(STARTUP, number)   # initialisers without a seed of their own
             run_startup(self.executor, init, self.scope)
         round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
+        self.lbfgs = lbfgs
+        self._objective = program_objective(self.executor, self.program, self.scope) if lbfgs is not None else None
 
     # ------------------------------------------------------------------ steps and evaluation
     def train_step(self, feed: Mapping[str, object]) -> list[float]:
@@ -88,9 +95,12 @@ class Trainer:
         if self.schedule is not None:
             update = self.step // schedules.runs_per_update(self.program, self.scope)   # gradient merge: k runs
             schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
+        fetch = self.fetch + [grad for _, grad in self.gradient_pairs]
         try:
-            values = self.executor.run(self.program, feed, self.fetch + [grad for _, grad in self.gradient_pairs],
-                                       self.scope)
+            if self._objective is not None:
+                values = self._objective.step(self.lbfgs, feed, fetch, lambda: self._reseed(STEP, self.step))
+            else:
+                values = self.executor.run(self.program, feed, fetch, self.scope)
         except NonFiniteError as exc:
             raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, self.step + 1, exc.detail) from None
         self.step += 1
@@ -138,6 +148,8 @@ class Trainer:
         """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
         evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
         end with the best epoch's model parameters (gradc.training.best); return the history."""
+        if self.lbfgs is not None and (checkpoint_dir or resume):
+            raise GradcError("no checkpoints with L-BFGS: they would not keep its history of steps")
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
@@ -232,8 +244,9 @@ class Trainer:
 
     def save_checkpoint(self, directory) -> None:
         """A checkpoint of where the last ``fit`` stands (after an interruption, say), which ``resume=`` continues."""
-        if self._settings is None:
-            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands")
+        if self._settings is None or self.lbfgs is not None:
+            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands" if self.lbfgs is None
+                             else "no checkpoints with L-BFGS: they would not keep its history of steps")
         self._save(checkpoint_directory(directory), self._settings)
 
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
@@ -251,7 +264,7 @@ class Trainer:
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
         values, best = split_best(values)
-        values = self._checked_checkpoint(values, path)
+        values = checked_checkpoint(self.program, values, path)
         saved = state.get("settings") or {}
         changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
                    if saved.get(key) != settings.get(key)]
@@ -269,39 +282,11 @@ class Trainer:
                                 for name, value in best.items()}, self.history)
 
 
-    def _checked_checkpoint(self, values: dict[str, np.ndarray], path) -> dict[str, np.ndarray]:
-        """A checkpoint of this program: a value for each persistable var block 0 reads, of its shape and dtype,
-        and none for a var it does not have (another program's checkpoint)."""
-        block = self.program.global_block
-        read = {name for op in block.ops for name in op.input_names()}
-        unknown = _telling_first(block, [name for name in values if block.find_var(name) is None])
-        missing = _telling_first(block, [name for name in read - values.keys() if (var := block.find_var(name))
-                                         is not None and var.persistable and var.type == VarType.DENSE_TENSOR])
-        for names, what in ((unknown, "values for vars this program does not have"), (missing, "no value for")):
-            if names:
-                shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
-                raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
-                                 f"program (resume with the program that wrote it)")
-        try:
-            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")), hint=False)
-                    for name, value in values.items()}
-        except GradcError as exc:
-            raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None
-
-
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
           check_nan: bool = False, lr_schedule=None, lr_var=None, paddle_stream: bool = False,
-          **fit_options) -> History:
+          lbfgs: LBFGS | None = None, **fit_options) -> History:
     """Trainer(program, startup, scope, ...).fit(data, **fit_options) in one call."""
     trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
+                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream, lbfgs=lbfgs)
     return trainer.fit(data, **fit_options)
 
-
-def _telling_first(block, names: list[str]) -> list[str]:
-    """Parameters first, names made up by gradc or Paddle ('@LR_DECAY_COUNTER@') last, each group sorted: the names
-    an error shows first say best which model a checkpoint is of."""
-    def key(name: str):
-        var = block.find_var(name)
-        return var is None or not var.is_parameter, "@" in name, name
-    return sorted(names, key=key)
