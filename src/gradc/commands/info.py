@@ -9,6 +9,7 @@ from collections import Counter
 
 import click
 
+from ..amp_loss import unscaled_loss
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, dtype_name
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
@@ -128,7 +129,11 @@ def _loss(program: Program) -> tuple[str | None, str]:
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
         return marked[0], f"op_role marks the losses {', '.join(marked)}; the backward differentiates their sum"
     if marked:
-        return marked[0], "its op's op_role marks it the loss"
+        loss = unscaled_loss(block, marked[0])
+        if loss != marked[0]:
+            return loss, (f"paddle.static.amp's loss scaling multiplies it into {marked[0]}, which op_role marks the "
+                          "loss and the backward starts from")
+        return loss, "its op's op_role marks it the loss"
     seeded = seeded_losses(block)
     if seeded:
         return seeded[0], ("the backward starts from it, a PIR program's seed (a fill_any_like of ones) reading it; "

@@ -211,13 +211,14 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
     or the check could not run (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
     error."""
+    from ..amp_loss import unscaled_loss
     from ..backward import default_loss
     from ..backward.ungraded import warn_ungraded
     from ..cut_paths import gradientless_ops
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import checkable_forward_part, is_training_op, updates_parameters
-    prog = load(program)
+    whole = prog = load(program)
     if updates_parameters(prog) and (forward := checkable_forward_part(prog)) is not None:
         # Paddle's minimize program, saved as it trains, has no forward program beside it: check its forward part
         click.echo(f"gradc: note: '{program}' is a training program: checking its forward part (its backward and "
@@ -232,7 +233,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     wrt = matching(wrt, list(prog.global_block.vars), "--wrt", "var of block 0")
     values = _initialised(startups)
     values.update(load_params(params, prog))
-    losses = list(losses) or [default_loss(prog)]   # the pick compare_program would make, named for --json
+    # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
+    losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
     with naming_feed(feed):
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,

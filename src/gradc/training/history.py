@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..amp_loss import unscaled_loss
 from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import FLOAT_DTYPES, Program, roles
@@ -24,7 +25,8 @@ def scalar(name: str, value) -> float:
 def default_fetch(program: Program) -> list[str]:
     """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
     with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
-    guess; never an inner objective whose gradients the forward goes on from (_inner_objectives)."""
+    guess; never an inner objective whose gradients the forward goes on from (_inner_objectives); in an AMP program
+    the loss before its loss scaling (amp_loss)."""
     block = program.global_block
     marked, per_example = [], False
     inner = _inner_objectives(block)
@@ -37,10 +39,10 @@ def default_fetch(program: Program) -> list[str]:
             marked += names if len(names) == 1 and names[0] not in marked else []
             per_example = per_example or not names
     if marked or per_example:   # a loss of one value per example: no scalar of it to report
-        return marked
+        return [unscaled_loss(block, name) for name in marked]
     seeded = [name for name in seeded_losses(block) if name not in inner]
     if seeded:
-        return seeded
+        return [unscaled_loss(block, name) for name in seeded]
     loss = default_loss(program, notice=False)
     return [loss] if loss else []
 

@@ -1,0 +1,32 @@
+"""The loss of a program paddle.static.amp's decorate wrote: it marks ``loss * loss_scaling`` as the loss (the
+backward starts from the scaled loss, so float16 gradients do not underflow), but the loss a user watches is the one
+it scaled, before O2's cast of a float16 loss to float32."""
+
+from __future__ import annotations
+
+from .ir import Block
+from .pairing import FORWARD, op_kinds
+
+
+def loss_scaling_vars(block: Block) -> set[str]:
+    """The vars dynamic (or static) loss scaling divides the gradients by: check_finite_and_unscale's Scale,
+    update_loss_scaling's PrevLossScaling."""
+    slots = {"check_finite_and_unscale": "Scale", "update_loss_scaling": "PrevLossScaling"}
+    return {name for op in block.ops if op.type in slots for name in op.input(slots[op.type])}
+
+
+def unscaled_loss(block: Block, name: str) -> str:
+    """``name`` itself, unless a forward elementwise_mul writes it as its X times a loss-scaling var: then X, and
+    through the casts that wrote X (an exact float16 -> float32 widening) the var they cast."""
+    scales = loss_scaling_vars(block)
+    if not scales:
+        return name
+    writers = {out: op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD
+               for out in op.output_names()}
+    op = writers.get(name)
+    if op is None or op.type != "elementwise_mul" or not scales.intersection(op.input("Y")):
+        return name
+    name = op.input("X")[0]
+    while (op := writers.get(name)) is not None and op.type == "cast":
+        name = op.input("X")[0]
+    return name
