@@ -53,7 +53,7 @@ def _step_by_step(files, model: str, program: str, init: str, **overrides) -> tu
     prog, scope, executor = gradc.load(files / program), gradc.Scope(), gradc.Executor()
     for name, value in {**np.load(files / init), **overrides}.items():
         scope[name] = value
-    params = [var.name for var in prog.global_block.all_parameters()]
+    params = [name for name, var in prog.global_block.vars.items() if var.is_parameter]
     record = []
     for step in range(STEPS):
         before = {name: np.array(scope[name]) for name in params}
@@ -83,3 +83,84 @@ def test_train_reports_the_loss_not_the_loss_times_its_scale(files, model):
                        files / f"{model}_batch.npz", "--json")
     assert scored.returncode == 0, scored.stderr
     assert json.loads(scored.stdout)["loss"] == pytest.approx(META[model]["losses"][0], rel=1e-3)
+
+
+@pytest.mark.parametrize("run, model, overrides", [
+    ("cnn", "cnn", {}), ("mlp", "mlp", {}),
+    ("huge", "cnn", {"loss_scaling_0": np.array([3e38], np.float32)})])
+def test_the_cpu_builds_amp_program_skips_the_overflowing_steps_as_paddle(files, run, model, overrides):
+    """The CPU build's program (float32, with check_finite_and_unscale and update_loss_scaling) stepped by gradc's
+    Executor from Paddle's startup values: the losses Paddle's executor gave to 1e-6, the loss scale and the good and
+    bad step counters exactly (1024, 2048 after two good steps, halved by the inf at step 3). The step that overflows
+    changes no parameter, and Paddle's trained parameters and Adam moments agree to 1e-5 of their norm (measured: at most
+    6.3e-6, the moment of the MLP's output bias, whose gradient is a sum of residuals that nearly cancels). From a scale of 3e38 the scaled
+    gradients overflow float32 at step 1: the scale halves to 1.5e38, a step succeeds at that scale, and so on, as in
+    Paddle (no fault)."""
+    record, scope = _step_by_step(files, model, f"{model}_cpu.pb", f"{model}_init.npz", **overrides)
+    np.testing.assert_allclose([step["loss"] for step in record], META[run]["losses"], rtol=1e-6)
+    for name in SCALING:
+        assert [step[name] for step in record] == META[run][name], name
+    scales = [float(overrides.get("loss_scaling_0", [1024.0])[0]), *META[run]["loss_scaling_0"]]
+    skipped = [step for step in range(STEPS - 1) if scales[step + 1] < scales[step]]
+    assert skipped == ([0, 2, BAD] if run == "huge" else [BAD])
+    for step in skipped:
+        before, after = record[step]["before"], record[step + 1]["before"]
+        assert after and all(np.array_equal(after[name], value) for name, value in before.items())
+    paddle = np.load(files / f"{run}_paddle.npz")
+    for name in paddle.files:
+        value = np.asarray(scope[name], np.float64)
+        assert np.linalg.norm(value - paddle[name]) <= 1e-5 * max(np.linalg.norm(paddle[name]), 1e-30), name
+
+
+def _on_the_master(name: str, scope: gradc.Scope) -> str:
+    """The O2 program's name of a CPU-build persistable: a float16 parameter's value (and its moments) live on its
+    float32 master."""
+    param = next((name[:len(key) - len(MASTER)] for key in scope.keys()
+                  if key.endswith(MASTER) and name.startswith(key[:-len(MASTER)])), None)
+    return name if param is None else param + MASTER + name[len(param):]
+
+
+@pytest.mark.parametrize("model", ["cnn", "mlp"])
+def test_the_cuda_builds_float16_program_trains_like_paddles_float32_run(files, model):
+    """The CUDA build's program (CNN: O1, 15 casts around conv2d and matmul_v2; MLP: O2, float16 Linear weights on
+    float32 masters, LayerNorm's kept float32), which Paddle's CPU build cannot run, trained by gradc from Paddle's
+    startup values (and amp_init's casts): the same steps overflow and the loss scale and its counters are exactly
+    Paddle's float32 run's; the losses are its to 1e-3 (measured 8.5e-4: float16 rounds to 4.9e-4), the parameters
+    and masters to FLOAT16_SHARE of their norm (not the moments: the first moment of the MLP's output bias, a sum of
+    residuals that nearly cancels, is 3% off, as float16 residuals give). Each float16 parameter is its master
+    rounded (no fault)."""
+    record, scope = _step_by_step(files, model, f"{model}_amp.pb", f"{model}_amp_init.npz")
+    assert [op.type for op in gradc.load(files / f"{model}_amp.pb").global_block.ops].count("cast") == \
+        META[model]["casts"]
+    for name in SCALING:
+        assert [step[name] for step in record] == META[model][name], name
+    np.testing.assert_allclose([step["loss"] for step in record], META[model]["losses"], rtol=1e-3)
+    paddle = np.load(files / f"{model}_paddle.npz")
+    for name in (name for name in paddle.files if name.endswith(("w_0", "b_0"))):
+        value = np.asarray(scope[_on_the_master(name, scope)], np.float64)
+        assert np.linalg.norm(value - paddle[name]) <= FLOAT16_SHARE * np.linalg.norm(paddle[name]), name
+    masters = [key for key in scope.keys() if key.endswith(MASTER)]
+    assert len(masters) == (6 if model == "mlp" else 0)
+    for master in masters:
+        param = np.asarray(scope[master[:-len(MASTER)]])
+        assert param.dtype == np.float16 and np.array_equal(param, np.asarray(scope[master]).astype(np.float16))
+
+
+@pytest.mark.parametrize("program, init", [("cnn_cpu.pb", "cnn_init.npz"), ("mlp_amp.pb", "mlp_amp_init.npz")])
+def test_check_of_an_amp_training_program_differentiates_the_loss_before_its_scale(files, program, init):
+    """gradc check of a training program checks its forward part. Before, it differentiated the scaled loss, the
+    float scalar no op reads: at decorate's default scale 2**15 every gradient was 32768 times the loss's, and so
+    was the error against central differences (the CNN's conv2d_0.w_0: 1.74e-5 where the loss's is 5.3e-10), which
+    a larger scale would have pushed past the tolerance. Now the loss checked is the one decorate scales (named
+    in the output), and its gradients agree to 1e-8 (the O2 MLP's float16 forward in its float64 copy too)."""
+    values = dict(np.load(files / init))
+    values["loss_scaling_0"] = np.array([2.0**15], np.float32)
+    np.savez(files / "default_scale.npz", **values)
+    batch = program.split("_")[0] + "_batch.npz"
+    run = gradc_cli("check", files / program, "--params", files / "default_scale.npz", "--feed", files / batch,
+                    "--json")
+    assert run.returncode == 0, run.stdout
+    checked = json.loads(run.stdout)
+    assert checked["loss"] == LOSS
+    assert len(checked["vars"]) == (4 if program.startswith("cnn") else 8)
+    assert max(var["max_abs_error"] for var in checked["vars"]) < 1e-8
