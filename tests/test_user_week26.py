@@ -91,11 +91,11 @@ def test_train_reports_the_loss_not_the_loss_times_its_scale(files, model):
 def test_the_cpu_builds_amp_program_skips_the_overflowing_steps_as_paddle(files, run, model, overrides):
     """The CPU build's program (float32, with check_finite_and_unscale and update_loss_scaling) stepped by gradc's
     Executor from Paddle's startup values: the losses Paddle's executor gave to 1e-6, the loss scale and the good and
-    bad step counters exactly (1024, 2048 after two good steps, halved by the inf at step 3). The step that overflows
-    changes no parameter, and Paddle's trained parameters and Adam moments agree to 1e-5 of their norm (measured: at most
-    6.3e-6, the moment of the MLP's output bias, whose gradient is a sum of residuals that nearly cancels). From a scale of 3e38 the scaled
-    gradients overflow float32 at step 1: the scale halves to 1.5e38, a step succeeds at that scale, and so on, as in
-    Paddle (no fault)."""
+    bad step counters exactly (1024, 2048 after two good steps, halved by the inf at step 3). The step that
+    overflows changes no parameter, and Paddle's trained parameters and Adam moments agree to 1e-5 of their norm
+    (measured: at most 6.3e-6, the moment of the MLP's output bias, whose gradient is a sum of residuals that nearly
+    cancels). From a scale of 3e38 the scaled gradients overflow float32 at step 1: the scale halves to 1.5e38, the
+    next step succeeds at that scale, the third overflows again, as in Paddle (no fault)."""
     record, scope = _step_by_step(files, model, f"{model}_cpu.pb", f"{model}_init.npz", **overrides)
     np.testing.assert_allclose([step["loss"] for step in record], META[run]["losses"], rtol=1e-6)
     for name in SCALING:
