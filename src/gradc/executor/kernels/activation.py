@@ -93,6 +93,12 @@ def _erf_series(z):
 SHIFT_FLOOR = -64.0   # Paddle's CPU softmax clips x - max(x) here (ValueClip): no probability 0, no log of 0
 
 
+def in_float32(x):
+    """A float16 value widened to float32, as CUDA's float16 kernels compute (MPType float), the store rounding
+    the result once: numpy's float16 arithmetic rounds every step, and its sums accumulate in float16."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 def _shifted(x, axis, floor):
     shifted = x - x.max(axis=axis, keepdims=True, initial=-np.inf)   # initial: an empty axis has no max
     return shifted if floor is None else np.maximum(shifted, floor)
@@ -104,6 +110,10 @@ def softmax(x, axis, floor=None):
     trains on, as in Paddle)."""
     e = np.exp(_shifted(x, axis, floor))
     return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_grad(out, d, axis):
+    return out * (d - (d * out).sum(axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis, floor=None):
@@ -170,10 +180,11 @@ kernel("relu_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * (k.x("Out") > 0)})
 kernel("relu_grad_grad")(lambda k: {"grad_out@GRAD": k.x("grad_x@GRAD") * (k.x("Out") > 0)})
 unary("sigmoid", lambda x, k: sigmoid(x), holomorphic(lambda out, d, k: d * out * (1 - out)), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), holomorphic(lambda out, d, k: d * (1 - out * out)), uses="Out")
-unary("softmax", lambda x, k: softmax(x, k.attr("axis"), SHIFT_FLOOR),
-      lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
-unary("log_softmax", lambda x, k: log_softmax(x, k.attr("axis"), SHIFT_FLOOR),
-      lambda out, d, k: d - np.exp(out) * d.sum(axis=k.attr("axis"), keepdims=True), uses="Out")
+unary("softmax", lambda x, k: softmax(in_float32(x), k.attr("axis"), SHIFT_FLOOR),
+      lambda out, d, k: _softmax_grad(in_float32(out), in_float32(d), k.attr("axis")), uses="Out")
+unary("log_softmax", lambda x, k: log_softmax(in_float32(x), k.attr("axis"), SHIFT_FLOOR),
+      lambda out, d, k: in_float32(d) - np.exp(in_float32(out)) * in_float32(d).sum(axis=k.attr("axis"),
+                                                                                     keepdims=True), uses="Out")
 unary("gelu", lambda x, k: _gelu(x, k.attr("approximate")), lambda x, d, k: _gelu_grad(x, d, k.attr("approximate")))
 # at a kink, Paddle 3.3.1's grads take the outer piece: leaky_relu's slope at 0 is 1 (docs/ops-activation-math.md)
 unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),

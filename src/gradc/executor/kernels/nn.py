@@ -14,6 +14,7 @@ from ...bfloat16 import round_to_bfloat16
 from ...limits import check_shape
 from .. import paddle_random, randomness
 from . import kernel
+from .activation import in_float32
 from .broadcast import reusable
 from .channel_stats import by_sample, channel_dots, channel_sums, not_channel, per_channel
 from .matmul import as_matrix
@@ -153,7 +154,7 @@ def _scale_shift(xhat, scale, bias):
 @kernel("layer_norm")
 def layer_norm(k):
     x, axis = k.x("X"), k.attr("begin_norm_axis")
-    x2 = as_matrix(x, axis)
+    x2 = as_matrix(in_float32(x), axis)
     mean, var = moments(x2, 1)
     y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.optional("Scale"), k.optional("Bias"))
     stats = x.shape[:axis]
@@ -163,7 +164,7 @@ def layer_norm(k):
 @kernel("layer_norm_grad")
 def layer_norm_grad(k):
     x, axis, scale = k.x("X"), k.attr("begin_norm_axis"), k.optional("Scale")
-    x2, dy = as_matrix(x, axis), as_matrix(k.x("Y@GRAD"), axis)
+    x2, dy = as_matrix(in_float32(x), axis), as_matrix(in_float32(k.x("Y@GRAD")), axis)
     inv = 1 / np.sqrt(k.x("Variance").reshape(-1, 1) + k.attr("epsilon"))
     xhat = (x2 - k.x("Mean").reshape(-1, 1)) * inv
     return k.grads({"X@GRAD": lambda: norm_grad(xhat, dy if scale is None else dy * scale, inv, 1).reshape(x.shape),
