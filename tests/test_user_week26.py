@@ -213,3 +213,50 @@ def test_float16_softmax_and_layer_norm_round_their_float32_result_once(op, attr
                 "log_softmax": lambda: d - np.exp(wide) * d.sum(-1, keepdims=True),
                 "layer_norm": lambda: grad32}[op]()
     np.testing.assert_array_equal(grad, expected.astype(np.float16))
+
+
+@pytest.mark.parametrize("suffix", ["pdmodel", "json"])
+def test_the_o2_model_trained_by_gradc_exports_in_float16_and_predicts_as_paddles(files, suffix):
+    """gradc train of the O2 program from Paddle's startup (--save-params: the float16 weights, LayerNorm's float32),
+    gradc export (legacy .pdmodel and PIR .json) and gradc run: a float16 model whose float16 outputs are within
+    2e-3 of the norm of Paddle's Predictor's on its float32 model trained by Paddle (measured 1.1e-3), both formats
+    alike. Paddle's CPU Predictor cannot run the float16 export (no float16 matmul_v2 kernel on a CPU);
+    Paddle's float32 model runs in gradc to 1e-6 (no fault)."""
+    trained = gradc_cli("train", files / "mlp_amp.pb", "--startup", files / "mlp_amp_startup.pb", "--data",
+                        files / "mlp_data.npz", "--batch-size", BATCH, "--save-params", files / "o2.npz")
+    assert trained.returncode == 0, trained.stderr
+    exported = files / f"mlp16.{suffix}"
+    run = gradc_cli("export", files / "mlp_amp.pb", "-o", exported, "--input", "x", "--fetch", "linear_2.tmp_1=out",
+                    "--params", files / "o2.npz")
+    assert run.returncode == 0, run.stderr
+    predictor = np.load(files / "predictor.npz")
+    np.savez(files / "images.npz", x=predictor["x"])
+    run = gradc_cli("run", exported, "--params", exported.with_suffix(".pdiparams"), "--feed", files / "images.npz",
+                    "-o", files / f"out_{suffix}.npz")
+    assert run.returncode == 0, run.stderr
+    out = np.load(files / f"out_{suffix}.npz")["out"]
+    assert out.dtype == np.float16
+    assert np.linalg.norm(out - predictor["out"]) < 2e-3 * np.linalg.norm(predictor["out"])
+    saved = gradc_cli("run", files / "mlp_infer.pdmodel", "--params", files / "mlp_paddle.npz", "--feed",
+                      files / "images.npz", "-o", files / "float32.npz")
+    assert saved.returncode == 0, saved.stderr
+    np.testing.assert_allclose(np.load(files / "float32.npz")[META["infer"]["out"]], predictor["out"], atol=1e-6)
+
+
+def test_gradc_has_no_amp_its_float32_training_is_decorates_until_an_overflow(files):
+    """gradc compile has no AMP option (no casts, no loss scaling: the AMP programs here are Paddle's). The float32
+    forward compiled with Adam(0.01) trains as Paddle's CPU-build AMP program bit for bit while no step overflows (a
+    power-of-two loss scale multiplies and divides the gradients exactly): the same first 3 losses, Paddle's to
+    1e-6. At the inf in step 3 the plain program has no step to skip: every parameter turns nan."""
+    compiled = gradc_cli("compile", files / "cnn_forward.pb", "-o", files / "plain.pb", "--optimizer", "adam",
+                         "--lr", 0.01)
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", files / "plain.pb", "--startup", files / "cnn_startup.pb", "--startup",
+                    files / "plain.startup.pb", "--data", files / "cnn_data.npz", "--batch-size", BATCH, "--json",
+                    "--log-every", 1, "--save-params", files / "plain.npz")
+    assert run.returncode == 0, run.stderr
+    plain = [float(step[LOSS]) for step in _steps(run.stdout)]
+    amp, _ = _step_by_step(files, "cnn", "cnn_cpu.pb", "cnn_init.npz")
+    assert plain[:BAD] == [step["loss"] for step in amp[:BAD]]
+    np.testing.assert_allclose(plain[:BAD], META["cnn"]["losses"][:BAD], rtol=1e-6)
+    assert all(np.isnan(value).all() for value in np.load(files / "plain.npz").values())

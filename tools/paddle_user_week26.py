@@ -16,7 +16,7 @@ batch at step BAD. The CPU program trained from a loss scale of 3e38 (the scaled
 its Predictor.
 
 Written (programs gzipped): <model>_amp.pb, <model>_amp_startup.pb, <model>_cpu.pb, <model>_startup.pb (the CPU
-build's), mlp_infer.pdmodel, data.npz (each model's batches), <model>_init.npz and <model>_amp_init.npz (every
+build's), <model>_forward.pb (the float32 forward before decorate), mlp_infer.pdmodel, data.npz (each model's batches), <model>_init.npz and <model>_amp_init.npz (every
 persistable after Paddle's startup; O2's after amp_init), paddle.npz (Paddle's persistables after the last step of
 each CPU run, the model's name a prefix), predictor.npz, meta.json (losses, loss scales and counters per step, the
 vars' names, the casts of each CUDA program).
@@ -158,6 +158,7 @@ def main(out: Path) -> None:
         record = train(main_cpu, startup, names["loss"], data[model], after)
         write_gz(out / f"{model}_cpu.pb", serialize(main_cpu))
         write_gz(out / f"{model}_startup.pb", serialize(startup))
+        write_gz(out / f"{model}_forward.pb", serialize(forward))
         np.savez_compressed(out / f"{model}_init.npz", **record.pop("init"))
         finals.update({f"{model}/{key}": value for key, value in record.pop("final").items()})
         meta[model].update(record, loss=names["loss"], out=names["out"])
