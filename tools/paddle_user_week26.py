@@ -16,10 +16,10 @@ batch at step BAD. The CPU program trained from a loss scale of 3e38 (the scaled
 its Predictor.
 
 Written (programs gzipped): <model>_amp.pb, <model>_amp_startup.pb, <model>_cpu.pb, <model>_startup.pb (the CPU
-build's), <model>_forward.pb (the float32 forward before decorate), mlp_infer.pdmodel, data.npz (each model's batches), <model>_init.npz and <model>_amp_init.npz (every
-persistable after Paddle's startup; O2's after amp_init), paddle.npz (Paddle's persistables after the last step of
-each CPU run, the model's name a prefix), predictor.npz, meta.json (losses, loss scales and counters per step, the
-vars' names, the casts of each CUDA program).
+build's), <model>_forward.pb (the float32 forward before decorate), mlp_infer.pdmodel, data.npz (each model's
+batches), <model>_init.npz and <model>_amp_init.npz (every persistable after Paddle's startup; O2's after amp_init),
+paddle.npz (Paddle's persistables after the last step of each CPU run, the model's name a prefix), predictor.npz,
+meta.json (losses, loss scales and counters per step, the vars' names, the casts of each CUDA program).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week26.py tests/data/paddle/user_week26
 """
