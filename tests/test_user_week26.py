@@ -260,3 +260,23 @@ def test_gradc_has_no_amp_its_float32_training_is_decorates_until_an_overflow(fi
     assert plain[:BAD] == [step["loss"] for step in amp[:BAD]]
     np.testing.assert_allclose(plain[:BAD], META["cnn"]["losses"][:BAD], rtol=1e-6)
     assert all(np.isnan(value).all() for value in np.load(files / "plain.npz").values())
+
+
+def test_check_nan_lets_loss_scaling_skip_an_overflow_and_stops_at_the_inf_in_the_batch(files):
+    """gradc train --check-nan of the CPU build's program from a loss scale of 3e38. Before, it stopped at step 1:
+    "block 0, op 10 (elementwise_mul) wrote Inf into 'tmp_0'", the scaled loss, an overflow the program's loss
+    scaling exists to skip. Now NaN and Inf in the scaled loss, the gradients and the unscale's outputs pass (the
+    step is skipped and the scale halves, Paddle's 1.5e38, 1.5e38, 7.5e37); the inf in the batch still stops it at
+    step 4, in the first forward op that reads it."""
+    values = dict(np.load(files / "cnn_init.npz"))
+    values["loss_scaling_0"] = np.array([3e38], np.float32)
+    np.savez(files / "huge_init.npz", **values)
+    run = gradc_cli("train", files / "cnn_cpu.pb", "--params", files / "huge_init.npz", "--data",
+                    files / "cnn_data.npz", "--batch-size", BATCH, "--check-nan", "--json", "--log-every", 1,
+                    "--fetch", LOSS, "--fetch", "loss_scaling_0")
+    assert run.returncode == 1
+    steps = _steps(run.stdout)
+    assert [step["loss_scaling_0"] for step in steps] == META["huge"]["loss_scaling_0"][:BAD]
+    np.testing.assert_allclose([step[LOSS] for step in steps], META["huge"]["losses"][:BAD], rtol=1e-6)
+    assert run.stderr.startswith("gradc: error: step 4: block 0, op 0 (conv2d) wrote Inf and -Inf into "
+                                 "'conv2d_0.tmp_0' (output Output); a forward op")

@@ -5,7 +5,7 @@ it scaled, before O2's cast of a float16 loss to float32."""
 from __future__ import annotations
 
 from .ir import Block
-from .pairing import FORWARD, op_kinds
+from .pairing import BACKWARD, FORWARD, op_kinds
 
 
 def loss_scaling_vars(block: Block) -> set[str]:
@@ -30,3 +30,18 @@ def unscaled_loss(block: Block, name: str) -> str:
     while (op := writers.get(name)) is not None and op.type == "cast":
         name = op.input("X")[0]
     return name
+
+
+def screened_by_loss_scaling(block: Block, op_idx: int) -> bool:
+    """Whether a NaN or Inf the op writes is one dynamic loss scaling screens: in a block whose gradients
+    check_finite_and_unscale checks, the scaled loss's multiply, a backward op, or the check and update ops
+    themselves (Paddle's unscale writes X * 0, NaN where X is Inf): the step is skipped and the scale shrinks."""
+    scales = loss_scaling_vars(block)
+    if not scales:
+        return False
+    op = block.ops[op_idx]
+    if op.type in ("check_finite_and_unscale", "update_loss_scaling"):
+        return True
+    if op.type == "elementwise_mul" and scales.intersection(op.input("Y")):
+        return True
+    return op_kinds(block)[op_idx] == BACKWARD

@@ -80,14 +80,20 @@ def check_finite(ctx, results: dict) -> None:
     """Raise NonFiniteError for the first float output of this op holding NaN, or an infinity the program did not
     ask for: one its attributes ask for (a causal mask's fill_constant of -inf) passes, and so does one of a sign it
     read from an earlier op's output (that mask's triu, the scores it is added to), which passed the check there;
-    an infinity fed or given as a parameter is caught by its first reader."""
+    an infinity fed or given as a parameter is caught by its first reader. An overflow of an AMP program's scaled
+    loss or gradients passes: its loss scaling skips the step (amp_loss.screened_by_loss_scaling)."""
     for slot, value in results.items():
         values = value if type(value) is list else [value]
         for name, array in zip(ctx.op.outputs.get(slot, ()), values):
             if isinstance(array, np.ndarray) and array.dtype.kind in "fc" and not np.isfinite(array).all():
                 what = _non_finite(array)
-                if what == "NaN" or not _infinities_given(ctx, array):
+                if (what == "NaN" or not _infinities_given(ctx, array)) and not _screened(ctx):
                     raise NonFiniteError(ctx.where, name, slot, what, detail=_what_it_read(ctx))
+
+
+def _screened(ctx) -> bool:
+    from ..amp_loss import screened_by_loss_scaling  # reads the pairing, as op_kind below: only a failure needs it
+    return screened_by_loss_scaling(ctx.block, ctx.op_idx)
 
 
 def _infinities_given(ctx, array: np.ndarray) -> bool:
