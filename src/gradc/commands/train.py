@@ -63,7 +63,8 @@ from .train_report import JsonLinesReporter
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
               "(default 1 with --feed, 10 with --data).")
-@click.option("--check-nan", is_flag=True, help="Stop at the first op that writes NaN or Inf, naming it and the step.")
+@click.option("--check-nan", is_flag=True, help="Stop at the first op that writes NaN or Inf, naming it and the step "
+              "(an AMP program's overflowing scaled loss and gradients pass: its loss scaling skips the step).")
 @click.option("--log-grad-norms", is_flag=True, help="With each logged step, the L2 norm of every parameter's "
               "gradient and their global norm (the text names the largest; --json has all; no progress bar).")
 @click.option("--checkpoint-dir", type=click.Path(), help="Keep checkpoints (parameters, optimizer state, position) "
