@@ -280,3 +280,32 @@ def test_check_nan_lets_loss_scaling_skip_an_overflow_and_stops_at_the_inf_in_th
     np.testing.assert_allclose([step[LOSS] for step in steps], META["huge"]["losses"][:BAD], rtol=1e-6)
     assert run.stderr.startswith("gradc: error: step 4: block 0, op 0 (conv2d) wrote Inf and -Inf into "
                                  "'conv2d_0.tmp_0' (output Output); a forward op")
+
+
+def test_gradient_norms_of_an_amp_program_are_the_unscaled_ones_and_nan_at_a_skipped_step(files):
+    """gradc train --log-grad-norms of the CPU build's program. Before, it warned that "an check_finite_and_unscale:
+    clipping or weight decay" rewrote the gradients, and logged 0 for every parameter at a step whose overflow loss
+    scaling skipped (update_loss_scaling zeroes the gradients): from a scale of 3e38, steps 1 and 3 read 'grad norms:
+    total 0', as if the gradients had vanished. Now no warning (after the unscale the gradients are the loss's own:
+    the norms are the plain float32 program's, 9.639 at step 1 from Paddle's startup), and NaN at a skipped step."""
+    def norms(program: str, *values) -> tuple[list[dict], str]:
+        run = gradc_cli("train", files / program, *values, "--data", files / "cnn_data.npz", "--batch-size", BATCH,
+                        "--log-grad-norms", "--json", "--log-every", 1, "--steps", 3)
+        assert run.returncode == 0, run.stderr
+        return [line["grad_norms"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "step"], \
+            run.stderr
+
+    values = dict(np.load(files / "cnn_init.npz"))
+    values["loss_scaling_0"] = np.array([3e38], np.float32)
+    np.savez(files / "huge_init.npz", **values)
+    huge, stderr = norms("cnn_cpu.pb", "--params", files / "huge_init.npz")
+    assert stderr == ""
+    assert [step["total"] for step in huge][::2] == ["nan", "nan"] and huge[1]["total"] > 1
+    assert set(huge[0]["parameters"].values()) == {"nan"}
+    scaled, _ = norms("cnn_cpu.pb", "--params", files / "cnn_init.npz")
+    compiled = gradc_cli("compile", files / "cnn_forward.pb", "-o", files / "plain_norms.pb", "--optimizer", "adam",
+                         "--lr", 0.01)
+    assert compiled.returncode == 0, compiled.stderr
+    plain, _ = norms("plain_norms.pb", "--startup", files / "cnn_startup.pb", "--startup",
+                     files / "plain_norms.startup.pb")
+    assert scaled[0] == plain[0] and scaled[0]["total"] == pytest.approx(9.639, abs=1e-3)

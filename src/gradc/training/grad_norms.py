@@ -15,6 +15,8 @@ from ..optimizers.base import last_gradients
 from ..pairing import FORWARD, OPTIMIZER, op_kinds
 
 SHOWN = 8   # the text's line names the largest few; --json has every parameter
+# an AMP program's gradients are rewritten in place by these: the norms after them are the unscaled gradients
+LOSS_SCALING = ("check_finite_and_unscale", "update_loss_scaling")
 
 
 def parameter_gradients(program: Program) -> list[tuple[str, str]]:
@@ -27,8 +29,8 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
         raise GradcError("gradient norms: no op of the program writes a parameter's gradient (PARAM@GRAD): is it a "
                          "training program (gradc compile --optimizer)?")
     grads = {grad for _, grad in pairs}
-    clipping = next((op for op, kind in zip(block.ops, op_kinds(block))
-                     if kind == OPTIMIZER and grads.intersection(op.output_names())), None)
+    clipping = next((op for op, kind in zip(block.ops, op_kinds(block)) if kind == OPTIMIZER
+                     and op.type not in LOSS_SCALING and grads.intersection(op.output_names())), None)
     if clipping is not None:   # only the last value of a var can be fetched
         how = "rewrite the gradients in place" if named else "write the gradients the updates read"
         warnings.warn(f"the optimizer's ops {how} (an {clipping.type}: clipping or weight decay): the norms logged "
@@ -54,8 +56,17 @@ def _updated(block) -> list[tuple[str, str]]:
     return sorted(dict(pairs).items())
 
 
-def gradient_norms(pairs: list[tuple[str, str]], gradients: list) -> dict[str, float]:
-    """The L2 norm of each parameter's gradient, in float64 (a float16 gradient's square would overflow)."""
+def overflow_flag(program: Program) -> list[str]:
+    """[the var update_loss_scaling reads as FoundInfinite], or [] in a program without dynamic loss scaling."""
+    return next(([op.input("FoundInfinite")[0]] for op in program.global_block.ops
+                 if op.type == "update_loss_scaling" and op.input("FoundInfinite")), [])
+
+
+def gradient_norms(pairs: list[tuple[str, str]], gradients: list, overflowed: bool = False) -> dict[str, float]:
+    """The L2 norm of each parameter's gradient, in float64 (a float16 gradient's square would overflow); NaN at a
+    step whose gradients ``overflowed``, which loss scaling skips (update_loss_scaling zeroes what is left of them)."""
+    if overflowed:
+        return {param: math.nan for param, _ in pairs}
     return {param: float(np.linalg.norm(np.asarray(grad, dtype=np.float64).ravel()))
             for (param, _), grad in zip(pairs, gradients)}
 

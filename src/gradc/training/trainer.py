@@ -33,7 +33,7 @@ from .best import EarlyStopping, split_best
 from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, without_unread
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
-from .grad_norms import gradient_norms, parameter_gradients
+from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
 from .lbfgs import LBFGS, program_objective
@@ -70,6 +70,7 @@ class Trainer:
                           GradcWarning, stacklevel=2)
         self.seed, self.paddle_stream = seed, paddle_stream
         self.gradient_pairs = parameter_gradients(self.program) if log_grad_norms else []
+        self.overflow_flag = overflow_flag(self.program) if log_grad_norms else []
         self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         self.lr_var = lr_var
@@ -95,7 +96,7 @@ class Trainer:
         if self.schedule is not None:
             update = self.step // schedules.runs_per_update(self.program, self.scope)   # gradient merge: k runs
             schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
-        fetch = self.fetch + [grad for _, grad in self.gradient_pairs]
+        fetch = self.fetch + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
         try:
             if self._objective is not None:
                 values = self._objective.step(self.lbfgs, feed, fetch, lambda: self._reseed(STEP, self.step))
@@ -105,7 +106,8 @@ class Trainer:
             raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, self.step + 1, exc.detail) from None
         self.step += 1
         if self.gradient_pairs:
-            self.grad_norms = gradient_norms(self.gradient_pairs, values[len(self.fetch):])
+            overflowed = bool(self.overflow_flag) and bool(np.asarray(values[-1]).any())
+            self.grad_norms = gradient_norms(self.gradient_pairs, values[len(self.fetch):], overflowed)
         return [scalar(name, value) for name, value in zip(self.fetch, values)]
 
     def _reseed(self, stream: int, number: int) -> None:
