@@ -100,12 +100,17 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
             forward = forward_part(program)
         except GradcError:
             raise whole_program from None
-        if persistable_names(forward) == persistable_names(program):
-            raise
-        try:
-            return read_params(path, forward)
-        except FormatError:
-            raise whole_program from None
+        # what save_params writes: the forward part's persistables, with or without the parameters training ops read
+        tried = [persistable_names(program)]
+        for names in (persistable_names(forward), sorted(model_params(program, forward))):
+            if names in tried:
+                continue
+            tried.append(names)
+            try:
+                return read_params(path, _holding(program, forward, names))
+            except FormatError:
+                pass
+        raise whole_program from None
 
 
 def checked_param(program: Program, name: str, value, source: str, hint: bool = True):
@@ -162,13 +167,14 @@ def load_params(scope, path: str | os.PathLike, program: Program | None = None, 
 
 def save_params(scope, path: str | os.PathLike, program: Program, names: list[str] | None = None) -> list[str]:
     """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
-    batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says; to a .pdopt, the
-    optimizer's state instead, as paddle.static.save splits a program's persistables."""
+    batch-norm statistics, no optimizer state; and the parameters only training ops read) from ``scope``, in the
+    format the extension says; to a .pdopt, the optimizer's state instead, as paddle.static.save splits a program's
+    persistables."""
     from .programs import forward_part
     check_params_path(path)
     forward = forward_part(program)
     if names is None:
-        names = optimizer_state(program, forward) if str(path).endswith(".pdopt") else persistable_names(forward)
+        names = optimizer_state(program, forward) if str(path).endswith(".pdopt") else model_params(program, forward)
     names = sorted(names)
     missing = [name for name in names if name not in scope]
     if missing:
@@ -177,7 +183,7 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
     values = {name: np.asarray(scope[name]) for name in names}
     suffix = Path(path).suffix
     if suffix == ".pdiparams":
-        write_params(path, _holding(forward, names), values)
+        write_params(path, _holding(program, forward, names), values)
     elif suffix in PICKLED:
         write_pickled(path, values)
     else:
@@ -185,6 +191,15 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
         np.savez(buffer, **values)
         write_atomic(path, buffer.getvalue())
     return names
+
+
+def model_params(program: Program, forward: Program) -> list[str]:
+    """The forward part's persistable vars, and the vars the program marks parameters that only its training ops
+    read (paddle.incubate.asp's 2:4 masks, multiplied into the weights after each update): what
+    paddle.static.save writes to .pdparams, so that a run resumed from the file keeps the masks."""
+    declared = {name: var for block in program.blocks for name, var in block.vars.items()}
+    model = persistable_names(forward)
+    return model + [name for name in persistable_names(program) if declared[name].is_parameter and name not in model]
 
 
 def optimizer_state(program: Program, forward: Program) -> list[str]:
@@ -205,13 +220,13 @@ def check_params_path(path: str | os.PathLike) -> None:
                          f"(or .pdopt, for the optimizer's state)")
 
 
-def _holding(program: Program, names: list[str]) -> Program:
+def _holding(program: Program, forward: Program, names: list[str]) -> Program:
     """A program whose persistable vars are exactly ``names`` (the order a .pdiparams file is in)."""
     holder = Program()
     for name in names:
-        var = program.global_block.find_var(name)
+        var = forward.global_block.find_var(name) or program.global_block.find_var(name)
         if var is None:
-            raise GradcError(f"cannot save '{name}' in a .pdiparams: the forward part of the program has no such var")
+            raise GradcError(f"cannot save '{name}' in a .pdiparams: the program has no such var")
         copy = holder.global_block.add_var(var.copy())
         copy.persistable = True
     return holder
