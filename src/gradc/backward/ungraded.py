@@ -23,6 +23,39 @@ def warn_ungraded(block: Block, graded: Iterable[str], losses: list[str], no_gra
                       stacklevel=3)
 
 
+def warn_masks(block: Block, graded: Iterable[str]) -> None:
+    """A warning naming the graded parameters that look like fixed pruning masks: a legacy ProgramDesc keeps no
+    trainable=False, so a mask Paddle leaves as it is would train here, and the weights it zeroes come back."""
+    masks = mask_parameters(block, graded)
+    if masks:
+        listed = ", ".join(f"{mask} (into {weight})" for mask, weight in masks.items())
+        warnings.warn(f"parameters multiplied elementwise into another parameter of their shape, as fixed pruning "
+                      f"masks are, get gradients and will train: {listed}; a legacy ProgramDesc keeps no "
+                      f"trainable=False: if they are masks, freeze them with --no-grad (no_grad_set= in Python)",
+                      GradcWarning, stacklevel=3)
+
+
+def mask_parameters(block: Block, graded: Iterable[str]) -> dict[str, str]:
+    """mask -> weight: each graded parameter that the forward reads only as the Y of an elementwise multiply whose X
+    is another parameter of the same shape (weight * mask, as paddle.incubate.asp and hand-written pruning write)."""
+    graded = set(graded)
+    readers: dict[str, list] = {}
+    for op, kind in zip(block.ops, op_kinds(block)):
+        for name in set(op.input_names()) if kind == FORWARD else ():
+            readers.setdefault(name, []).append(op)
+    masks = {}
+    for name in sorted(graded):
+        ops, var = readers.get(name, []), block.find_var(name)
+        multiplied = [op for op in ops if op.type == "elementwise_mul" and op.input("Y") == [name]]
+        weights = {op.input("X")[0] for op in multiplied}
+        if var is None or not var.is_parameter or not ops or len(multiplied) != len(ops) or len(weights) != 1:
+            continue
+        weight = block.find_var(next(iter(weights)))
+        if weight is not None and weight.is_parameter and weight.name != name and list(weight.shape) == list(var.shape):
+            masks[name] = weight.name
+    return masks
+
+
 def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
                         no_grad_set: Iterable[str] = ()) -> tuple[list[str], list[str]]:
     """The parameters of ``block`` that got no gradient of ``losses``, as 'names: reason' lines: those frozen on

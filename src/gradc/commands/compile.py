@@ -8,7 +8,7 @@ from functools import partial
 
 import click
 
-from ..backward.ungraded import warn_ungraded
+from ..backward.ungraded import warn_masks, warn_ungraded
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
@@ -115,6 +115,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
                           stacklevel=2)
         elif not params:
             warn_ungraded(prog.global_block, [param for param, _ in pairs], backward.losses_used, no_grad)
+            warn_masks(prog.global_block, [param for param, _ in pairs])
     pass_results = {name: results[name] for name in [p.name for p in memory] + list(extra_passes)
                     if results[name] is not None and name != "optimizer"}
     optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
