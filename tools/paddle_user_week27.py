@@ -113,7 +113,7 @@ def distillation(out: Path, exe, data: dict, meta: dict) -> None:
     write_gz(out / "distill.pb", without_callstacks(forward))
     write_gz(out / "distill_startup.pb", without_callstacks(startup))
     meta["teacher"] = {"losses": losses["loss"]}
-    meta["distill"] = {**names, **fetched, "paddle_ops": [op.type for op in main.global_block().ops]}
+    meta["distill"] = {**names, "steps": fetched, "paddle_ops": [op.type for op in main.global_block().ops]}
 
 
 def dense_and_pruned(out: Path, exe, data: dict, meta: dict) -> dict:
