@@ -5,8 +5,9 @@ sigmoid in gradc.ops.hsigmoid."""
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, AttrType
-from ..registry import GradOp, defop, grad_op, typed
+from ..registry import GradOp, defop, grad_op, grads_like_inputs, typed
 from ..shapes import dims_match
+from .composite import Formula
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -196,5 +197,30 @@ def _kldiv_infer(ctx):
     return {"Loss": (shape if reduction == "none" else [], dtype)}
 
 
+def _kldiv_grad(g):
+    """kldiv_loss_grad gives dX = -w dLoss / scale (w: Target, or exp(Target) with log_target), as Paddle's. Paddle
+    gives Target no gradient (mutual learning trains both nets through it); gradc gives it dLoss / scale times
+    log(t) + 1 - x where t > 0 (the loss is 0 elsewhere), or exp(t) (t - x + 1) with log_target; -dLoss / scale is
+    the grad op's dX with Target 1 (0 with log_target)."""
+    f = Formula(g)
+    uses = {"X": g.I("X"), "Target": g.I("Target"), "Loss@GRAD": g.OG("Loss")}
+    f.emit("kldiv_loss_grad", uses, {"X@GRAD": g.IG("X")}, same=True)
+    if g.IG("Target")[0] == EMPTY_VAR:
+        return f.ops
+    x, target, log_target = g.I("X")[0], g.I("Target")[0], g.attr("log_target")
+    unit = f.fill_like(target, 0.0 if log_target else 1.0)
+    minus_spread = f.op("kldiv_loss_grad", {**uses, "Target": unit}, x, slot="X@GRAD", same=True)
+    if log_target:
+        slope = f.mul(f.unary("exp", target), f.scale(f.sub(target, x, x), -1.0, -1.0), x)
+    else:
+        positive = f.unary("sign", f.unary("relu", target))   # 1 where t > 0, else 0
+        safe = f.add(f.mul(target, positive, x), f.scale(positive, -1.0, 1.0), x)   # t, or 1 where the loss is 0
+        slope = f.mul(f.scale(f.sub(f.unary("log", safe), x, x), -1.0, -1.0), positive, x)
+    f.into(g.IG("Target")[0], "elementwise_mul", {"X": slope, "Y": minus_spread}, {"axis": -1})
+    return f.ops
+
+
 defop("kldiv_loss", ["X", "Target"], ["Loss"], attrs={"reduction": "mean", "log_target": False},
-      no_grad_inputs=["Target"], infer=_kldiv_infer, grad=grad_op("X", "Target"))
+      infer=_kldiv_infer, grad=_kldiv_grad)
+defop("kldiv_loss_grad", ["X", "Target", "Loss@GRAD"], ["X@GRAD?"], attrs={"reduction": "mean", "log_target": False},
+      infer=grads_like_inputs).grad_op_of = "kldiv_loss"

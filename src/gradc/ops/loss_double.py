@@ -98,7 +98,22 @@ def _cross_entropy_match(f, g, unit, ddx):
         f.into(wanted, "scale", {"X": f.sum_along(f.mul(twice, ddx, twice), -1)}, {"scale": -1.0})
 
 
-defgrad("kldiv_loss_grad", grad=reducing("Loss@GRAD", lambda g, rank: None), no_grad_inputs=["X", "Target"])
+def _kldiv_target(f, g, unit, ddx):
+    """X@GRAD = -w dLoss / scale: d/dTarget = ddX times the grad op with w's derivative for w (exp(t), w itself, with
+    log_target; else 1 where t > 0)."""
+    wanted, target, dloss = first(g.IG("Target")), first(g.I("Target")), first(g.I("Loss@GRAD"))
+    if wanted == EMPTY_VAR:
+        return
+    if g.attr("log_target"):
+        slope = unit(dloss)
+    else:
+        positive = f.unary("sign", f.unary("relu", target))
+        slope = f.op(g.fwd.type, {"X": g.I("X"), "Target": positive, "Loss@GRAD": dloss}, first(g.O("X@GRAD")),
+                     slot="X@GRAD", same=True)
+    f.into(wanted, "elementwise_mul", {"X": ddx, "Y": slope}, {"axis": -1})
+
+
+defgrad("kldiv_loss_grad", grad=reducing("Loss@GRAD", lambda g, rank: None, _kldiv_target), no_grad_inputs=["X"])
 defgrad("nll_loss_grad", grad=reducing("Out@GRAD", _class_axis(1)),
         no_grad_inputs=["X", "Label", "Weight", "Total_weight"])
 defgrad("cross_entropy_grad", grad=reducing("Y@GRAD", lambda g, rank: [rank - 1], _cross_entropy_x),
