@@ -198,8 +198,10 @@ def model_params(program: Program, forward: Program) -> list[str]:
     read (paddle.incubate.asp's 2:4 masks, multiplied into the weights after each update): what
     paddle.static.save writes to .pdparams, so that a run resumed from the file keeps the masks."""
     declared = {name: var for block in program.blocks for name, var in block.vars.items()}
+    read = {name for block in program.blocks for op in block.ops for name in op.input_names()}
     model = persistable_names(forward)
-    return model + [name for name in persistable_names(program) if declared[name].is_parameter and name not in model]
+    return model + [name for name in persistable_names(program)
+                    if declared[name].is_parameter and name in read and name not in model]
 
 
 def optimizer_state(program: Program, forward: Program) -> list[str]:
