@@ -214,7 +214,7 @@ def test_a_csv_data_set_trains_as_its_arrays_do(compiled, tmp_path):
     ("img,label\n1,2\n", "1 column(s) 'img' do not make one example of var 'img', declared [-1, 1, 8, 8]"),
     ("pixel,label\n1,2\n", "column 'pixel' names no var of the program (its inputs: img, label)"),
     (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 64 + ["1.5"]) + "\n",
-     "column 'label' holds fractions, but var 'label' is int64"),
+     "line 2, column 65 ('label'): '1.5' is not a whole number, but var 'label' is int64"),
     (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 63 + ["x", "1"]) + "\n",
      "line 2, column 64 ('img'): 'x' is not a number"),
     (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 64) + "\n",
