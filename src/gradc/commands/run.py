@@ -5,24 +5,23 @@ from __future__ import annotations
 import functools
 import io
 import sys
-import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import click
 import numpy as np
 
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError, GradcWarning
+from ..errors import GradcError
 from ..executor import Executor, Scope
-from ..executor.feeding import feed_ops, program_inputs
-from ..executor.lod import lod_arrays, with_lods
+from ..executor.feeding import program_inputs
+from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
-from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 from .json_output import emit
 from .loss_option import loss_option
 from .name_globs import matching
+from .run_feeds import feed_arrays, model_inputs, naming_feed
 from .run_reports import checked_document, dense_array, fetched, mismatch_place, precision_document, summary_line
 
 
@@ -55,31 +54,6 @@ def _session(program_path: str, params: str | None, startups, strict: bool) -> t
     return prog, executor, scope
 
 
-@contextmanager
-def naming_feed(path: str | None):
-    """A fed value that does not fit the program: the error names the feed file it came from."""
-    try:
-        yield
-    except FeedError as exc:
-        raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
-
-
-def _model_inputs(prog, feeds: dict, path: str | None) -> dict:
-    """A saved model (feed ops, or a PIR file's fetch ops: PIR feeds through data ops) given all its inputs leaves out
-    other arrays of the feed (the labels of a test set), as Paddle's executor does, with a warning naming them; any
-    other program refuses them when it runs."""
-    block = prog.global_block
-    saved = feed_ops(block.ops) or any(op.type == "fetch" for op in block.ops)
-    if not saved or not set(program_inputs(block)) <= feeds.keys():
-        return feeds   # a slip of a name is said by the run, with the name meant
-    extra = [name for name in feeds if block.find_var(name) is None]
-    if extra:
-        warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
-                      f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
-                      GradcWarning, stacklevel=2)
-    return {name: value for name, value in feeds.items() if name not in extra}
-
-
 def _out_arrays(fetches, values) -> dict[str, np.ndarray]:
     return {key: array for name, value in zip(fetches, values)
             for key, array in lod_arrays(name, as_dense(value)).items()}
@@ -109,7 +83,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
-              "it, each level's offsets).")
+              "it, each level's offsets), or a .csv whose header names each column's input var, as --data of train.")
 @click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, Paddle's .pdiparams, its pickled .pdparams / .pdopt, or "
                    "Paddle 1.x's directory of one file per var.")
@@ -141,7 +115,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups, strict_params)
     fetches, keys = _fetch_keys(prog, fetches)
-    feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
+    feeds = model_inputs(prog, feed_arrays(feed, prog), feed)
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
         from ..training.programs import fetched_part
         prog = fetched_part(prog, fetches, feeds)
@@ -237,7 +211,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
     with naming_feed(feed):
-        _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
+        _, checks = compare_program(prog, feed_arrays(feed, prog), list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
     if not wrt:   # a parameter with no gradient is checked by no row: say which and why
@@ -286,7 +260,7 @@ def precision(program, feed, params, startups, top, seed, as_json):
     2 a usage error."""
     from ..rounding_audit import audit
     prog, _, scope = _session(program, params, startups, False)
-    feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
+    feeds = model_inputs(prog, feed_arrays(feed, prog), feed)
     require_values(prog, scope, feeds, params, program)
     given = {name: scope.find(name) for name, var in prog.global_block.vars.items()
              if var.persistable and scope.find(name) is not None}

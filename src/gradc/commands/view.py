@@ -30,7 +30,8 @@ def view(program, output, feed, params, startups, title):
         from ..io.arrays import read_npz
         from ..training.params import require_values
         from ..viz.stats import value_stats
-        from .run import load_params, naming_feed
+        from .run import load_params
+        from .run_feeds import naming_feed
 
         def check(scope, fed):
             require_values(prog, scope, fed, params, program)

@@ -5,11 +5,12 @@ batch dim is the rows) and dtype, so the file is read against the program it fee
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FormatError, GradcNotice
 from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..ir.types import NUMPY_DTYPE_NAMES
@@ -36,9 +37,11 @@ def read_csv(path: str | Path, program: Program, what: str = "data", others: boo
         header = _header_for(program)
         raise FormatError(f"{where}: give a header line naming each column's feed var{f' ({header})' if header else ''}"
                           f", then one example a line")
-    cells = np.array(rows, dtype=str)
-    table = _Table(cells, lines, names, where)
-    return {name: _column_group(table, name, program, others) for name in dict.fromkeys(names)}
+    if unnamed := [str(i + 1) for i, name in enumerate(names) if not name]:
+        warnings.warn(f"{where}: column {', '.join(unnamed)} left out: no name in the header (pandas' to_csv writes "
+                      f"its index so; index=False leaves it out)", GradcNotice, stacklevel=3)
+    table = _Table(np.array(rows, dtype=str), lines, names, where)
+    return {name: _column_group(table, name, program, others) for name in dict.fromkeys(names) if name}
 
 
 def _fields(line: str, number: int, names: list[str], where: str) -> list[str]:

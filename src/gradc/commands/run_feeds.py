@@ -1,0 +1,48 @@
+"""What `gradc run`, `check` and `precision` are fed: an .npz, or a .csv read against the program, and the errors of a
+fed value that does not fit, naming the feed file."""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+
+from ..errors import FeedError, GradcWarning
+from ..executor.feeding import feed_ops, program_inputs
+from ..executor.lod import with_lods
+from ..io.arrays import read_npz
+
+
+@contextmanager
+def naming_feed(path: str | None):
+    """A fed value that does not fit the program: the error names the feed file it came from."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
+
+
+def feed_arrays(feed: str | None, prog) -> dict:
+    """--feed: an .npz (LoD offsets beside), or a .csv read against the program as --data reads one (a table to
+    score: its columns that name no input, an id or the labels, left out of a saved model's run)."""
+    if feed is None:
+        return {}
+    if str(feed).endswith(".csv"):
+        from ..training.csvdata import read_csv
+        return read_csv(feed, prog, "feed", others=True)
+    return with_lods(read_npz(feed, "feed"))
+
+
+def model_inputs(prog, feeds: dict, path: str | None) -> dict:
+    """A saved model (feed ops, or a PIR file's fetch ops: PIR feeds through data ops) given all its inputs leaves out
+    other arrays of the feed (the labels of a test set), as Paddle's executor does, with a warning naming them; any
+    other program refuses them when it runs."""
+    block = prog.global_block
+    saved = feed_ops(block.ops) or any(op.type == "fetch" for op in block.ops)
+    if not saved or not set(program_inputs(block)) <= feeds.keys():
+        return feeds   # a slip of a name is said by the run, with the name meant
+    extra = [name for name in feeds if block.find_var(name) is None]
+    if extra:
+        warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
+                      f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
+                      GradcWarning, stacklevel=2)
+    return {name: value for name, value in feeds.items() if name not in extra}
