@@ -253,7 +253,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             continue
         indices = np.arange(value.size)
         if max_elements is not None and value.size > max_elements:
-            indices = np.sort(rng.choice(value.size, max_elements, replace=False))
+            indices = np.sort(_looked_up(rng.choice(value.size, max_elements, replace=False), analytic[name], rng))
         numeric = numeric_grad(objective, value, eps, indices)
         computed = np.asarray(analytic[name], dtype=numeric.dtype).reshape(-1)[indices]
         numeric = settled(objective, value, eps, indices, computed, numeric, rtol, atol)
@@ -263,6 +263,18 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         checks.append(VarCheck(name, len(indices), value.size, float(np.abs(computed - numeric).max(initial=0)),
                                mismatch))
     return analytic, checks
+
+
+def _looked_up(indices: np.ndarray, gradient, rng) -> np.ndarray:
+    """A uniform draw of an embedding table's elements falls mostly in rows no example looks up, zero both ways: at
+    least half the elements drawn have a nonzero computed gradient, where there are as many."""
+    flat = np.asarray(gradient).reshape(-1)
+    missing = min(len(indices) // 2, np.count_nonzero(flat)) - np.count_nonzero(flat[indices])
+    if missing <= 0:
+        return indices
+    zero = indices[flat[indices] == 0]
+    extra = rng.choice(np.setdiff1d(np.flatnonzero(flat), indices), missing, replace=False)
+    return np.concatenate([indices[flat[indices] != 0], zero[missing:], extra])
 
 
 def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
