@@ -187,6 +187,23 @@ def test_the_exported_model_scores_a_new_csv_as_paddles_predictor(files):
     assert "holds arrays the model does not take (churn, spend; its inputs: " in run.stderr
 
 
+def test_a_label_column_named_as_an_exported_output_is_left_out_as_the_other_labels(files):
+    """Exported with its probability named after the label (--fetch ...=churn), the model declares a var 'churn'.
+    Before, gradc run --feed valid.csv fed valid.csv's churn column into it without a word (the warning named spend
+    alone); now every column that is no input of a saved model is left out with the warning, as Paddle's executor
+    feeds only its feed targets, and the probabilities are those of the model named otherwise."""
+    run = gradc_cli("export", files / "train.pb", "--params", files / "trained.npz", "--input", "num", "--input",
+                    "region", "--input", "merchant", "--fetch", f"{NAMES['probability']}=churn", "-o",
+                    files / "churn.pdmodel")
+    assert run.returncode == 0, run.stderr
+    run = gradc_cli("run", files / "churn.pdmodel", "--params", files / "churn.pdiparams", "--feed",
+                    files / "valid.csv", "-o", files / "churn_scores.npz")
+    assert run.returncode == 0, run.stderr
+    assert "holds arrays the model does not take (churn, spend; its inputs: " in run.stderr
+    scores = _scores(files, files / "trained.npz", files / "valid.csv", "valid")
+    np.testing.assert_array_equal(np.load(files / "churn_scores.npz")["churn"], scores["probability"])
+
+
 def test_check_of_the_embedding_tables_draws_looked_up_rows(files):
     """gradc check of the loss over valid.csv's first 8 rows (--feed a .csv) with --max-elements 50: before, the 50
     elements drawn of merchant.emb (8000) and merchant.wide (1000) all fell in rows no example looks up, zero both

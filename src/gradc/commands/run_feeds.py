@@ -38,11 +38,12 @@ def model_inputs(prog, feeds: dict, path: str | None) -> dict:
     other program refuses them when it runs."""
     block = prog.global_block
     saved = feed_ops(block.ops) or any(op.type == "fetch" for op in block.ops)
-    if not saved or not set(program_inputs(block)) <= feeds.keys():
+    inputs = program_inputs(block)
+    if not saved or not set(inputs) <= feeds.keys():
         return feeds   # a slip of a name is said by the run, with the name meant
-    extra = [name for name in feeds if block.find_var(name) is None]
+    extra = [name for name in feeds if name not in inputs]   # an output named as a column (a label) too
     if extra:
         warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
-                      f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
+                      f"{', '.join(inputs)}): left out, as Paddle's executor leaves them out",
                       GradcWarning, stacklevel=2)
     return {name: value for name, value in feeds.items() if name not in extra}
