@@ -20,6 +20,7 @@ FILES = {"forward.pb": DATA / "mlp" / "forward.pb", "startup.pb": ROOT / "exampl
          "feed.npz": DATA / "mlp" / "feed.npz", "params.npz": DATA / "mlp" / "params.npz",
          "model.pdmodel": DATA / "inference" / "model.pdmodel",
          "model.pdiparams": DATA / "inference" / "model.pdiparams", "input.npz": DATA / "inference" / "feed.npz",
+         "new.csv": DATA / "inference" / "new.csv",
          "paddle_backward.pb": DATA / "mlp" / "backward.pb"}
 FENCE = re.compile(r"(?:^([^\n]*)\n\n)?^```(\w*)\n(.*?)^```", re.M | re.S)
 

@@ -41,7 +41,9 @@ def model_inputs(prog, feeds: dict, path: str | None) -> dict:
     inputs = program_inputs(block)
     if not saved or not set(inputs) <= feeds.keys():
         return feeds   # a slip of a name is said by the run, with the name meant
-    extra = [name for name in feeds if name not in inputs]   # an output named as a column (a label) too
+    written = {name for op in block.ops if op.type != "feed" for name in op.output_names()}
+    # an output named as a column (a label) is none of the inputs either; an added loss's label is read, not written
+    extra = [name for name in feeds if block.find_var(name) is None or (name in written and name not in inputs)]
     if extra:
         warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
                       f"{', '.join(inputs)}): left out, as Paddle's executor leaves them out",
