@@ -190,8 +190,8 @@ def test_the_exported_model_scores_a_new_csv_as_paddles_predictor(files):
 def test_a_label_column_named_as_an_exported_output_is_left_out_as_the_other_labels(files):
     """Exported with its probability named after the label (--fetch ...=churn), the model declares a var 'churn'.
     Before, gradc run --feed valid.csv fed valid.csv's churn column into it without a word (the warning named spend
-    alone); now every column that is no input of a saved model is left out with the warning, as Paddle's executor
-    feeds only its feed targets, and the probabilities are those of the model named otherwise."""
+    alone); now a column naming a var the saved model writes is left out with the warning, as one it does not
+    declare is, and the probabilities are those of the model named otherwise."""
     run = gradc_cli("export", files / "train.pb", "--params", files / "trained.npz", "--input", "num", "--input",
                     "region", "--input", "merchant", "--fetch", f"{NAMES['probability']}=churn", "-o",
                     files / "churn.pdmodel")
