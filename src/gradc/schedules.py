@@ -18,6 +18,7 @@ from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
 from .schedule_base import Schedule
 from .schedules_cyclic import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR
+from .schedules_plateau import ReduceOnPlateau
 
 
 class Values(Schedule):
@@ -135,7 +136,7 @@ class NoamDecay(Schedule):
 SCHEDULES: dict[str, type[Schedule]] = {cls.__name__: cls for cls in (
     StepDecay, MultiStepDecay, ExponentialDecay, NaturalExpDecay, InverseTimeDecay, PolynomialDecay,
     CosineAnnealingDecay, LinearWarmup, PiecewiseDecay, NoamDecay, OneCycleLR, CyclicLR, LinearLR,
-    CosineAnnealingWarmRestarts)}
+    CosineAnnealingWarmRestarts, ReduceOnPlateau)}
 
 
 def make(name: str, **arguments) -> Schedule:

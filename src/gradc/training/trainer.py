@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import schedules
+from .. import schedules, schedules_plateau
 from ..bfloat16 import round_parameters
 from ..errors import FeedError, GradcError, GradcWarning
 from ..executor import Executor, Scope, randomness
@@ -73,6 +73,7 @@ class Trainer:
         self.overflow_flag = overflow_flag(self.program) if log_grad_norms else []
         self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
+        schedules_plateau.check_watched(self.schedule, self.fetch)
         self.lr_var = lr_var
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
@@ -197,7 +198,9 @@ class Trainer:
                 if self.batch < batches:
                     break
                 results = self.evaluate(eval_data, batch_size) if eval_data is not None else {}
-                reporter.epoch_end(self.epoch, self.history.end_epoch(self.epoch, results))
+                record = self.history.end_epoch(self.epoch, results)
+                reporter.epoch_end(self.epoch, record)
+                schedules_plateau.after_epoch(self.schedule, record, self.fetch)
                 if self.early_stopping:
                     self.early_stopping.after_epoch(self.history, self.scope)
                 self.epoch, self.batch = self.epoch + 1, 0
@@ -279,6 +282,8 @@ class Trainer:
         if self.paddle_stream:
             randomness.restore(state["random"])
         self.history = History.from_state(self.fetch, state.get("history") or {})
+        for record in self.history.epochs:   # ReduceOnPlateau's state is its epochs' values
+            schedules_plateau.after_epoch(self.schedule, record, self.fetch)
         if self.early_stopping:
             self.early_stopping.resume({name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
                                 for name, value in best.items()}, self.history)
