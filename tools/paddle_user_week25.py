@@ -15,8 +15,8 @@
 
 Written (programs gzipped): forecast.pb, forecast_startup.pb, forecast_infer.pdmodel, data.npz (x, y),
 trained.npz, rollout.npz (the windows and the Predictor's 12-step forecasts), meta.json (Paddle's losses per step,
-its learning rates per epoch, the vars' names, the weight_norm error, Paddle's float64 gradients' errors against
-central differences).
+its learning rates per epoch, the vars' names, ReduceOnPlateau's rates over a list of metrics, the weight_norm
+error, Paddle's float64 gradients' errors against central differences).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week25.py tests/data/paddle/user_week25
 """
@@ -225,6 +225,25 @@ def float64_gradients(meta: dict) -> None:
     paddle.enable_static()
 
 
+PLATEAU_METRICS = [5.0, 4.0, 4.5, 4.2, 4.1, 3.0, 3.5, 3.5, 3.6, 2.0, 2.1, 2.2, 2.3]
+PLATEAU_CASES = {"defaults": {"learning_rate": 0.1, "patience": 2},
+                 "cooldown_min_lr": {"learning_rate": 1.0, "factor": 0.5, "patience": 1, "cooldown": 1, "min_lr": 0.2},
+                 "max_abs": {"learning_rate": 1.0, "mode": "max", "threshold_mode": "abs", "threshold": 0.5,
+                             "patience": 0}}
+
+
+def plateau_rates(meta: dict) -> None:
+    """Paddle's ReduceOnPlateau over a fixed list of metrics: its rate after each step(metric), per case."""
+    rates = {}
+    for name, arguments in PLATEAU_CASES.items():
+        scheduler = paddle.optimizer.lr.ReduceOnPlateau(**arguments)
+        rates[name] = []
+        for metric in PLATEAU_METRICS:
+            scheduler.step(metric)
+            rates[name].append(scheduler())
+    meta["plateau"] = {"metrics": PLATEAU_METRICS, "cases": PLATEAU_CASES, "rates": rates}
+
+
 def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
@@ -232,6 +251,7 @@ def main(out: Path) -> None:
     meta = {"weight_norm_static_error": weight_norm_error()}
     train(out, exe, meta)
     float64_gradients(meta)
+    plateau_rates(meta)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 

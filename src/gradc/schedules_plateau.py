@@ -1,7 +1,7 @@
 """Paddle's ReduceOnPlateau: the one scheduler whose rate follows a measured value, not the step. Paddle's user calls
-``scheduler.step(metric)`` once an epoch; gradc's trainer does it after each epoch with the epoch's value of the loss
-(its evaluation with eval data, else the mean training loss), and replays the history's epochs on resuming. The
-rules are Paddle 3.3.1's (paddle/optimizer/lr.py)."""
+``scheduler.step(metric)`` once an epoch (``schedule.step(metric)`` here); gradc's trainer does it after each epoch
+with the epoch's value of the loss (its evaluation with eval data, else the mean training loss), and replays the
+history's epochs on resuming. The rules are Paddle 3.3.1's (paddle/optimizer/lr.py)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ class ReduceOnPlateau(Schedule):
     def __call__(self, step):
         return self.last_lr
 
-    def observe(self, metric: float) -> None:
-        """Paddle's step(metric): after an epoch."""
+    def step(self, metric: float) -> None:
+        """After an epoch, with its value of the watched metric (Paddle's ``scheduler.step(metrics)``)."""
         if self.cooldown_left > 0:
             self.cooldown_left -= 1
             return
@@ -65,4 +65,4 @@ def after_epoch(schedule, record: dict, fetch: Sequence[str]) -> None:
     """Step a watching schedule with the epoch's value of the loss (the first fetched var): its evaluation if there
     was one, else its mean over the epoch's steps."""
     if getattr(schedule, "observes_metric", False):
-        schedule.observe(float((record.get("eval") or {}).get(fetch[0], record["train"][fetch[0]])))
+        schedule.step(float((record.get("eval") or {}).get(fetch[0], record["train"][fetch[0]])))
