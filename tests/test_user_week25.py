@@ -40,6 +40,10 @@ def _losses(stdout: str) -> list[float]:
     return [line["values"][LOSS] for line in map(json.loads, stdout.splitlines()) if line["event"] == "step"]
 
 
+def _epochs(stdout: str) -> list[dict]:
+    return [line for line in map(json.loads, stdout.splitlines()) if line["event"] == "epoch"]
+
+
 def _train(files, *args):
     return gradc_cli("train", files / "train.pb", "--startup", files / "forecast_startup.pb", "--startup",
                      files / "train.startup.pb", "--data", files / "data.npz", "--batch-size", FORECAST["batch"],
@@ -51,11 +55,13 @@ def test_reduce_on_plateau_trains_to_paddles_losses_and_weights(files):
     (0.02 to 0.01). Before, gradc train --lr-schedule 'ReduceOnPlateau(...)' was "unknown learning-rate schedule",
     and the constant rate the user was left with parts from Paddle from step 18 on. Now it is Paddle's scheduler: the
     24 losses are Paddle's to 1e-5 and the trained weights to 2e-5, but for the key projection's bias (see the next
-    test)."""
+    test). Each epoch that reduces the rate says so (--json: its "learning_rate"; the console: "learning rate now
+    0.01")."""
     assert FORECAST["learning_rates"] == [0.02] * 4 + [0.01] * 2
     run = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--save-params", files / "tuned.npz")
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(_losses(run.stdout), FORECAST["losses"], rtol=1e-5)
+    assert [epoch.get("learning_rate") for epoch in _epochs(run.stdout)] == [None] * 3 + [0.01, None, 0.005]
     tuned, paddle = np.load(files / "tuned.npz"), np.load(files / "trained.npz")
     for name in paddle.files:
         if name != KEY_BIAS:
@@ -94,6 +100,32 @@ def test_a_resumed_run_keeps_the_plateaus_state(files):
     resumed = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--resume", files / "ckpt")
     assert resumed.returncode == 0, resumed.stderr
     np.testing.assert_allclose(_losses(resumed.stdout), FORECAST["losses"][12:], rtol=1e-5)
+
+
+def test_with_eval_data_the_plateau_watches_the_evaluated_loss(files):
+    """With --eval (the last 16 windows; training on the first 48) the evaluation of the loss is watched: the rate is
+    halved after each epoch whose evaluated loss is not 10% below the best so far (patience 0): after epoch 3 (1.4395
+    to 1.3503), where the training mean fell 19% (2.651 to 2.145), and after epoch 4; the console says so."""
+    data = np.load(files / "data.npz")
+    np.savez(files / "first.npz", x=data["x"][:48], y=data["y"][:48])
+    np.savez(files / "last.npz", x=data["x"][48:], y=data["y"][48:])
+    run = gradc_cli("train", files / "train.pb", "--startup", files / "forecast_startup.pb", "--startup",
+                    files / "train.startup.pb", "--data", files / "first.npz", "--eval", files / "last.npz",
+                    "--batch-size", 16, "--epochs", 4, "--lr-schedule", PLATEAU, "--json")
+    assert run.returncode == 0, run.stderr
+    epochs = _epochs(run.stdout)
+    evaluated, rate, rates = [epoch["eval"][LOSS] for epoch in epochs], 0.02, []
+    for number in range(4):
+        improved = number == 0 or evaluated[number] < 0.9 * min(evaluated[:number])
+        rate = rate if improved else rate / 2
+        rates.append(None if improved else rate)
+    assert [epoch.get("learning_rate") for epoch in epochs] == rates and rates[2:] == [0.01, 0.005]
+    trained = [epoch["train"][LOSS] for epoch in epochs]
+    assert trained[2] < 0.9 * trained[1]
+    console = gradc_cli("train", files / "train.pb", "--startup", files / "forecast_startup.pb", "--startup",
+                        files / "train.startup.pb", "--data", files / "first.npz", "--eval", files / "last.npz",
+                        "--batch-size", 16, "--epochs", 3, "--lr-schedule", PLATEAU)
+    assert "| learning rate now 0.01 (" in console.stdout.splitlines()[-2]
 
 
 @pytest.mark.parametrize("case", sorted(META["plateau"]["cases"]))

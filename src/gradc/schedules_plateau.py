@@ -63,6 +63,10 @@ def check_watched(schedule, fetch: Sequence[str]) -> None:
 
 def after_epoch(schedule, record: dict, fetch: Sequence[str]) -> None:
     """Step a watching schedule with the epoch's value of the loss (the first fetched var): its evaluation if there
-    was one, else its mean over the epoch's steps."""
+    was one, else its mean over the epoch's steps. A reduced rate goes into the epoch's record, which the reports
+    show."""
     if getattr(schedule, "observes_metric", False):
+        before = schedule.last_lr
         schedule.step(float((record.get("eval") or {}).get(fetch[0], record["train"][fetch[0]])))
+        if schedule.last_lr != before:
+            record["learning_rate"] = schedule.last_lr

@@ -51,6 +51,7 @@ class JsonLinesReporter(Reporter):
             emit({"event": "epoch", "epoch": epoch + 1, "step": record["step"],
                   "train": _values(record["train"], record["train"].values()),
                   "eval": _values(record["eval"], record["eval"].values()),
+                  **({"learning_rate": record["learning_rate"]} if "learning_rate" in record else {}),
                   "seconds": time.perf_counter() - self.epoch_started})
 
     def stopped_early(self, history: History, name: str, patience: int):

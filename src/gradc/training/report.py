@@ -89,6 +89,8 @@ class ConsoleReporter(Reporter):
         line = f"epoch {epoch + 1}/{self.epochs}: train {_values(record['train'], record['train'].values())}"
         if record["eval"]:
             line += f" | eval {_values(record['eval'], record['eval'].values())}"
+        if "learning_rate" in record:
+            line += f" | learning rate now {record['learning_rate']:g}"
         click.echo(f"{line} ({seconds:.1f} s)")
 
     def stopped_early(self, history: History, name: str, patience: int):

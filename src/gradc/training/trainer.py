@@ -199,8 +199,8 @@ class Trainer:
                     break
                 results = self.evaluate(eval_data, batch_size) if eval_data is not None else {}
                 record = self.history.end_epoch(self.epoch, results)
+                schedules_plateau.after_epoch(self.schedule, record, self.fetch)   # before the report: a new rate
                 reporter.epoch_end(self.epoch, record)
-                schedules_plateau.after_epoch(self.schedule, record, self.fetch)
                 if self.early_stopping:
                     self.early_stopping.after_epoch(self.history, self.scope)
                 self.epoch, self.batch = self.epoch + 1, 0
