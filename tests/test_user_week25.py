@@ -13,6 +13,8 @@ import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
 from gradc import schedules
+from gradc.cut_paths import reattached
+from gradc.gradcheck import compare_program
 
 WEEK = DATA / "user_week25"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -157,6 +159,38 @@ def test_check_of_the_weight_norm_and_the_pinball_loss(files, loss):
     assert run.returncode == 0, run.stdout
     checked = json.loads(run.stdout)["vars"]
     assert len(checked) == 6 and max(var["max_abs_error"] for var in checked) < 1e-8
+
+
+def test_check_with_respect_to_the_fed_window_follows_the_scaling_inside_the_program(files):
+    """The window is scaled by its own mean and std before any parameter: Paddle's file marks those vars
+    stop_gradient, as every input of the ops writing them is (the fed x). Before, gradc check --wrt x (and --wrt y,
+    through its unsqueeze) said "ok, max |compiled - numeric| 0.00e+00": the compiled gradient stopped at the
+    scaling, and central differences held the stop_gradient vars at their values, so zeros were compared with
+    zeros. Now a var checked by name gets its gradient through the vars stop_gradient only by that propagation: the
+    gradient with respect to the window is not zero, and agrees with central differences at every element."""
+    run = gradc_cli("check", files / "forecast.pb", "--loss", LOSS, "--feed", files / "batch.npz", "--params",
+                    files / "trained.npz", "--wrt", "x", "--wrt", "y", "--max-elements", 96, "--json")
+    assert run.returncode == 0, run.stdout
+    checked = {var["var"]: var for var in json.loads(run.stdout)["vars"]}
+    assert [checked[name]["checked"] for name in ("x", "y")] == [96, 12]
+    assert max(var["max_abs_error"] for var in checked.values()) < 1e-9
+    gradients, _ = compare_program(gradc.load(files / "forecast.pb"), dict(np.load(files / "batch.npz")), ["x", "y"],
+                                   LOSS, dict(np.load(files / "trained.npz")), max_elements=1)
+    assert np.abs(gradients["x"]).max() > 1e-3 and np.abs(gradients["y"]).max() > 1e-3
+
+
+def test_a_detach_by_hand_after_the_window_stays_detached(files):
+    """The first TCN block's output marked stop_gradient by hand (a detach: its op reads vars with a gradient) stays
+    so when the window is checked, where the scaled window (stop_gradient by propagation) gets its gradient; the
+    check of the detached program still agrees with central differences, which hold the detached values."""
+    program = gradc.load(files / "forecast.pb")
+    program.global_block.find_var("tmp_8").stop_gradient = True
+    live = reattached(program, ["x"]).global_block
+    assert [live.find_var(name).stop_gradient for name in ("x", "mean_0.tmp_0", "tmp_3", "tmp_8")] == [
+        False, False, False, True]
+    _, (window,) = compare_program(program, dict(np.load(files / "batch.npz")), ["x"], LOSS,
+                                   dict(np.load(files / "trained.npz")), max_elements=24)
+    assert window.mismatch is None and window.max_abs_error < 1e-9
 
 
 def _rollout(files, model, params, output: str) -> np.ndarray:

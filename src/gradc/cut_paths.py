@@ -34,6 +34,24 @@ def _is_float(block: Block, name: str) -> bool:
     return var is not None and var.dtype in DIFFERENTIABLE_DTYPES
 
 
+def reattached(program: Program, names) -> Program:
+    """A copy of ``program`` where each of ``names`` and every float var Paddle marked stop_gradient only by its
+    propagation from them (every input of the op writing it was stop_gradient: a fed window's mean, its scaled copy)
+    has a gradient: a var checked by name gets its gradient along every path. A var written by an op that reads a var
+    with a gradient is stop_gradient by the user's wish (a detach), and stays so."""
+    copy = program.clone()
+    block = copy.global_block
+    stopped = {name for name, var in block.vars.items() if var.stop_gradient}
+    live = {name for name in names if block.find_var(name) is not None}
+    for op, kind in zip(block.ops, op_kinds(block)):
+        inputs = set(op.input_names())
+        if kind == FORWARD and inputs & live and inputs <= stopped:
+            live |= {name for name in op.output_names() if _is_float(block, name)}
+    for name in live:
+        block.find_var(name).stop_gradient = False
+    return copy
+
+
 def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
     """A copy of ``program`` without the forward ops whose outputs are all stop_gradient float vars (a detach,
     `target.stop_gradient = True`: where the compiled backward stops by the user's wish), and those ops' outputs,

@@ -17,7 +17,7 @@ from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
 from .backward.names import GradNames
 from .central_differences import directional_derivatives, numeric_grad, random_directions, settled
-from .cut_paths import detached
+from .cut_paths import detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .float64_copies import float64_copy
@@ -206,10 +206,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         if loss is None:
             raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
     losses = [loss] if isinstance(loss, str) else list(loss)
+    program = reattached(program, wrt or ())   # a var checked by name gets its gradient, stop_gradient or not
     train = program.clone()
-    for name in wrt or ():   # a var checked by name gets its gradient, a feed's stop_gradient notwithstanding
-        if (var := train.global_block.find_var(name)) is not None:
-            var.stop_gradient = False
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss, any_shape=len(losses) > 1)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
