@@ -189,7 +189,7 @@ def test_a_detach_by_hand_after_the_window_stays_detached(files):
     assert [live.find_var(name).stop_gradient for name in ("x", "mean_0.tmp_0", "tmp_3", "tmp_8")] == [
         False, False, False, True]
     _, (window,) = compare_program(program, dict(np.load(files / "batch.npz")), ["x"], LOSS,
-                                   dict(np.load(files / "trained.npz")), max_elements=24)
+                                   dict(np.load(files / "trained.npz")), max_elements=24, float64=True)
     assert window.mismatch is None and window.max_abs_error < 1e-9
 
 
