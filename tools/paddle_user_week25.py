@@ -16,9 +16,11 @@
 Written (programs gzipped): forecast.pb, forecast_startup.pb, forecast_infer.pdmodel, data.npz (x, y),
 trained.npz, rollout.npz (the windows and the Predictor's 12-step forecasts), meta.json (Paddle's losses per step,
 its learning rates per epoch, the vars' names, ReduceOnPlateau's rates over a list of metrics, the weight_norm
-error, Paddle's float64 gradients' errors against central differences).
+error, Paddle's float64 gradients' errors against central differences). tools/paddle_user_week25_pir.py adds the
+PIR export of the scaling.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week25.py tests/data/paddle/user_week25
+    FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week25_pir.py tests/data/paddle/user_week25
 """
 
 import gzip
