@@ -18,9 +18,10 @@ _GIVEN = (None, None, None)   # a grad the caller provides: it keeps its name wh
 
 
 class GradAccumulator:
-    def __init__(self, block_idx: int, values: frozenset[str] | set[str] = frozenset()):
+    def __init__(self, block_idx: int, values: frozenset[str] | set[str] = frozenset({EMPTY_VAR})):
         self.block_idx = block_idx
-        self.values = values   # the vars declared before the pass: written again, never renamed or summed
+        # the vars declared before the pass, written again, never renamed or summed, and EMPTY_VAR (no var): one test
+        self.values = values
         self.first_write: dict[str, tuple[OpDesc, str, int]] = {}  # grad -> its single writer so far
         self.pending: dict[str, list[str]] = {}   # grad -> renamed parts awaiting a sum
         self.renames: dict[str, int] = {}         # grad -> parts named so far (names stay unique)
@@ -46,7 +47,7 @@ class GradAccumulator:
         values, first_write = self.values, self.first_write
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
-                if name == EMPTY_VAR or name in values:
+                if name in values:
                     continue
                 if name in reads and name not in restarted:   # a new value's grad starts; a second write adds to it
                     self.forget(name)

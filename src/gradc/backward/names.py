@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from itertools import chain
 
-from ..ir import GRAD_SUFFIX, Program
+from ..ir import EMPTY_VAR, GRAD_SUFFIX, Program
 from ..ops.pylayer import user_backward_blocks
 
 _NUMBERED = re.compile(r"(.*)@GRAD@\d+")
@@ -25,7 +25,9 @@ class GradNames(dict):
     def __init__(self, program: Program):
         super().__init__()
         protocol = user_backward_blocks(program)
+        # the declared names, and EMPTY_VAR (no grad's name either), which GradAccumulator skips with them
         self.taken = set(chain.from_iterable(block.vars for block in program.blocks if block.idx not in protocol))
+        self.taken.add(EMPTY_VAR)
         self.sources: dict[str, str] = {}   # grad name -> its var: declare_grad_vars reads it, no string cut per grad
 
     def __missing__(self, var: str) -> str:
@@ -40,10 +42,11 @@ class GradNames(dict):
         """Name the grads of ``variables`` in one comprehension rather than a __missing__ call each (a backward names
         thousands); a name already taken is left to __missing__. A var named before gets the name __missing__ gave it:
         the same, as it was not taken."""
-        taken = self.taken
-        named = {var: name for var in variables if (name := var + GRAD_SUFFIX) not in taken}
-        self.update(named)
-        self.sources.update(zip(named.values(), named))
+        grads = {var + GRAD_SUFFIX: var for var in variables}   # grad name -> var, as sources keeps them
+        if not self.taken.isdisjoint(grads):   # a program differentiated before: most programs, no filter
+            grads = {name: var for name, var in grads.items() if name not in self.taken}
+        self.sources.update(grads)
+        self.update(zip(grads.values(), grads))
 
     __call__ = dict.__getitem__   # the backward names grads per op: no Python-level call once a name is made
 

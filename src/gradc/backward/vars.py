@@ -30,8 +30,8 @@ def derived_var(source: VarDesc, name: str) -> VarDesc:
     var = VarDesc.__new__(VarDesc)   # VarDesc.copy's fields, the flags set once: a backward declares thousands
     var.name, var.type, var.dtype = name, source.type, source.dtype
     var.lod_level, var.raw_type = source.lod_level, source.raw_type
-    shape = source.shape   # a list, as gradc makes them, unless a user assigned a tuple
-    var.shape = shape.copy() if type(shape) is list else None if shape is None else list(shape)
+    shape = source.shape   # a list, as gradc makes them, unless a user assigned a tuple: either copied as a list
+    var.shape = None if shape is None else [*shape]
     var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
     var.attrs, var.dist = source.attrs.copy(), source.dist
     return var
