@@ -71,3 +71,19 @@ def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
             kept.append(op)
     block.ops = kept
     return copy, held
+
+
+def cut_at(program: Program, names: list[str]) -> tuple[Program, list[str]]:
+    """A copy of ``program`` without the ops that write ``names`` (intermediate vars, such as a tagger's emissions),
+    which a run of the copy is to be fed: the loss as a function of those values. Also 'TYPE (block 0, op I)' of each
+    such op that writes another var too, which the copy would lack (the cut is refused then)."""
+    copy = program.clone()
+    block, wanted, shared, kept = copy.global_block, set(names), [], []
+    for index, op in enumerate(block.ops):
+        written = set(op.output_names())
+        if not written & wanted:
+            kept.append(op)
+        elif written - wanted:
+            shared.append(f"{op.type} (block 0, op {index})")
+    block.ops = kept
+    return copy, shared

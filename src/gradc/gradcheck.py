@@ -17,7 +17,7 @@ from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
 from .backward.names import GradNames
 from .central_differences import directional_derivatives, numeric_grad, random_directions, settled
-from .cut_paths import detached, reattached
+from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .float64_copies import float64_copy
@@ -217,7 +217,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     if undeclared:
         raise GradcheckError(f"no var {', '.join(map(repr, undeclared))} in block 0 of the program to check the "
                              f"gradient of (--wrt, wrt= in Python)")
-    unknown = [name for name in wrt if name not in values and name not in param_values]
+    written = {name for op in program.global_block.ops for name in op.output_names()}
+    activations = [name for name in wrt if name not in values and name not in param_values and name in written]
+    unknown = [name for name in wrt if name not in values and name not in param_values and name not in written]
     if unknown:
         raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
                              f"Python), initialise them with --startup, or feed them")
@@ -229,13 +231,22 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             s[name] = value.copy()
         return s
 
+    # an intermediate var checked (--wrt an activation) is fed, perturbed, to the program without the ops writing it
+    activation_values = dict(zip(activations, executor.run(program, fed(), activations, scope())))
+    known = {**param_values, **{name: np.array(value, order="C") for name, value in activation_values.items()}}
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
-    analytic = {name: np.zeros(np.shape(values.get(name, param_values.get(name)))) for name in wrt}
+    analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
     analytic.update(zip(computed, executor.run(train, fed(), [grad_of(n) for n in computed], scope())))
 
     cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
     held_values = dict(zip(held, executor.run(program, fed(), held, scope()))) if held else {}
+    if activations:
+        cut, shared = cut_at(cut, activations)
+        if shared:
+            raise GradcheckError(f"cannot check the gradient of {', '.join(activations)} (--wrt): "
+                                 f"{', '.join(shared)} also writes other vars, which a run without it would lack")
+    values.update({name: known[name] for name in activations})
 
     def objective() -> float:
         return float(sum(np.sum(value) for value in executor.run(cut, {**fed(), **held_values}, losses, scope())))
@@ -243,7 +254,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     rng = np.random.default_rng(seed)
     checks = []
     for name in wrt:
-        value = values[name] if name in values else param_values[name]
+        value = values[name] if name in values else known[name]
         if directions is not None and value.size > directions:
             error, mismatch = _along_directions(name, value, analytic[name], objective, eps, rtol, atol, directions,
                                                 rng)

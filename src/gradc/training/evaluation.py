@@ -1,6 +1,7 @@
 """Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each
 batch weighted by its size), top-k accuracy where the program's scores and the data's labels allow it, and the mean
-of any other fetched scalar (an auc op's AUC over every batch: the set's, counted from zero). The forward part runs
+of any other fetched scalar (an auc op's AUC over every batch: the set's, counted from zero; a chunk_eval op's
+precision, recall and F1 from its chunk counts summed over every batch). The forward part runs
 in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are
 this, so their numbers agree.
 
@@ -22,6 +23,7 @@ from ..executor import Executor, Scope
 from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
+from .chunk_metrics import chunk_ratios, set_ratios
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
@@ -206,7 +208,9 @@ def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
 def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
                   batch_size: int | None = None) -> dict:
     """Run the plan over every example: {"examples", each scalar by name, and "acc" (one k) or "acc_topK"}."""
-    fetches = evaluation.scalars + ([evaluation.scores] if evaluation.scores else [])
+    ratios = chunk_ratios(evaluation.program, evaluation.scalars)
+    chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
+    fetches = evaluation.scalars + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
     totals, correct, counted, count = dict.fromkeys(evaluation.scalars, 0.0), dict.fromkeys(evaluation.topk, 0), 0, 0
     counts, whole_set = _auc_counts(evaluation.program)
     last = {}
@@ -219,6 +223,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             for name, value in zip(evaluation.scalars, values):
                 totals[name] += scalar(name, value) * size
                 last[name] = scalar(name, value)
+            for name, value in zip(chunks, values[len(evaluation.scalars):]):
+                chunks[name] += int(np.sum(value))
             if evaluation.scores:
                 hits, scored = _top_k_hits(values[-1], np.asarray(batch[evaluation.label]), evaluation, data.source)
                 counted += scored
@@ -227,6 +233,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             count += size
     results = {"examples": count, **{name: total / count for name, total in totals.items()}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
+    results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
     for k, right in correct.items():
         results["acc" if len(correct) == 1 and k == 1 else f"acc_top{k}"] = right / max(counted, 1)
     return results
