@@ -11,7 +11,8 @@ one_hots times the transitions).
   CRF loss (mean over the batch); the transitions a parameter; trained by Paddle's Adam (lr 0.05), 3 epochs of
   6 batches of 4.
 - decode.pb: the forward program (a clone) decoded by viterbi_decode (paddle.text.viterbi_decode,
-  include_bos_eos_tag=False) and scored by chunk_eval (IOB, 2 chunk types, SeqLength given) against the labels; run on Paddle's trained scope.
+  include_bos_eos_tag=False) and scored by chunk_eval (IOB, 2 chunk types, SeqLength given) against the labels;
+  run on Paddle's trained scope.
 - decoder.pdmodel: the decoder alone (words, lengths -> path) saved by save_inference_model, run by the Predictor.
 
 Written (programs gzipped): crf.pb, crf_startup.pb, decode.pb, decoder.pdmodel, data.npz (words, lengths, labels),
