@@ -7,6 +7,7 @@ import json
 
 import click
 
+from ..backward import no_loss_hint
 from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
@@ -67,7 +68,14 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     if "loss" in results:
         lines.append(f"loss: {results['loss']:.6g} ({' + '.join(results['loss_vars'])})")
     else:
-        lines.append("loss: none (the program computes no loss; an exported model ends at its outputs)")
+        lines.append(_no_loss(load(program)))
     skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
     lines += [f"{name}: {value:.6g}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))
+
+
+def _no_loss(program) -> str:
+    if any(op.type == "fetch" for op in program.global_block.ops):
+        return "loss: none (the program computes no loss; an exported model ends at its outputs)"
+    # a forward program whose loss is not what its last op writes (a decoder's metrics after it)
+    return f"loss: none (not found: {no_loss_hint(program)}; name it with --loss)"
