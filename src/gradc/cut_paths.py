@@ -76,14 +76,11 @@ def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
 def cut_at(program: Program, names: list[str]) -> tuple[Program, list[str]]:
     """A copy of ``program`` without the ops that write ``names`` (intermediate vars, such as a tagger's emissions),
     which a run of the copy is to be fed: the loss as a function of those values. Also 'TYPE (block 0, op I)' of each
-    such op that writes another var too, which the copy would lack (the cut is refused then)."""
+    such op that writes another var a kept op reads, which the copy would lack (the cut is refused then)."""
     copy = program.clone()
-    block, wanted, shared, kept = copy.global_block, set(names), [], []
-    for index, op in enumerate(block.ops):
-        written = set(op.output_names())
-        if not written & wanted:
-            kept.append(op)
-        elif written - wanted:
-            shared.append(f"{op.type} (block 0, op {index})")
-    block.ops = kept
+    block, wanted = copy.global_block, set(names)
+    removed = [(index, op) for index, op in enumerate(block.ops) if wanted & set(op.output_names())]
+    block.ops = [op for op in block.ops if not wanted & set(op.output_names())]
+    read = {name for op in block.ops for name in op.input_names()}
+    shared = [f"{op.type} (block 0, op {index})" for index, op in removed if (set(op.output_names()) - wanted) & read]
     return copy, shared

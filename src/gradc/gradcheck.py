@@ -245,7 +245,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         cut, shared = cut_at(cut, activations)
         if shared:
             raise GradcheckError(f"cannot check the gradient of {', '.join(activations)} (--wrt): "
-                                 f"{', '.join(shared)} also writes other vars, which a run without it would lack")
+                                 f"{', '.join(shared)} also writes vars the rest reads, which a run without it would lack")
     values.update({name: known[name] for name in activations})
 
     def objective() -> float:
