@@ -232,8 +232,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         return s
 
     # an intermediate var checked (--wrt an activation) is fed, perturbed, to the program without the ops writing it
-    activation_values = dict(zip(activations, executor.run(program, fed(), activations, scope())))
-    known = {**param_values, **{name: np.array(value, order="C") for name, value in activation_values.items()}}
+    computed = executor.run(program, fed(), activations, scope())
+    known = {**param_values, **{name: np.array(value, order="C") for name, value in zip(activations, computed)}}
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
@@ -241,20 +241,25 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
 
     cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
     held_values = dict(zip(held, executor.run(program, fed(), held, scope()))) if held else {}
-    if activations:
-        cut, shared = cut_at(cut, activations)
+    cuts = {}   # each activation's own cut: fed one, the loss still depends on the others through it
+    for name in activations:
+        cuts[name], shared = cut_at(cut, [name])
         if shared:
-            raise GradcheckError(f"cannot check the gradient of {', '.join(activations)} (--wrt): "
-                                 f"{', '.join(shared)} also writes vars the rest reads, which a run without it would lack")
+            raise GradcheckError(f"cannot check the gradient of {name} (--wrt): {', '.join(shared)} also writes vars "
+                                 f"the rest reads, which a run without it would lack")
     values.update({name: known[name] for name in activations})
 
-    def objective() -> float:
-        return float(sum(np.sum(value) for value in executor.run(cut, {**fed(), **held_values}, losses, scope())))
+    def objective_of(name: str):
+        def objective() -> float:
+            feed = {key: value for key, value in fed().items() if key not in cuts or key == name}
+            outs = executor.run(cuts.get(name, cut), {**feed, **held_values}, losses, scope())
+            return float(sum(np.sum(value) for value in outs))
+        return objective
 
     rng = np.random.default_rng(seed)
     checks = []
     for name in wrt:
-        value = values[name] if name in values else known[name]
+        value, objective = values[name] if name in values else known[name], objective_of(name)
         if directions is not None and value.size > directions:
             error, mismatch = _along_directions(name, value, analytic[name], objective, eps, rtol, atol, directions,
                                                 rng)
