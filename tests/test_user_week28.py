@@ -112,7 +112,8 @@ def test_evaluate_gives_the_chunk_f1_of_the_whole_set(files):
 
 def test_training_the_decoding_program_reports_the_chunk_f1_of_each_epoch(files):
     """decode.pb compiled with --loss (the decoder's ops get no gradient) and trained as crf.pb is, with --eval of the
-    same sentences, reports the F1 of the set after each epoch; after the third, Paddle's decoder's 0.967."""
+    same sentences: before, the F1 after each epoch was the mean of the 6 eval batches' (0.114, 0.931, 0.972); now it
+    is the set's (0.125, 0.933, 0.967), after the third Paddle's decoder's."""
     compiled = gradc_cli("compile", files / "decode.pb", "-o", files / "decode_train.pb", "--loss", LOSS,
                          "--optimizer", "adam", "--lr", 0.05)
     assert compiled.returncode == 0, compiled.stderr
