@@ -169,8 +169,7 @@ def _program_and_values(startup_help: str):
 @loss_option("the single float scalar written by the last op", "the gradients of the sum of the losses, each "
              "a float var of any shape (its elements summed), as gradc compile differentiates them.")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient; a glob matches "
-              "names: '*lora*'; an intermediate var, such as a layer's output, is perturbed as fed to the ops after "
-              "it). Repeatable.")
+              "names: '*lora*'; an intermediate var is fed, perturbed, to the ops after it). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
 @click.option("--directions", type=click.IntRange(min=1),
