@@ -126,14 +126,19 @@ def test_training_the_decoding_program_reports_the_chunk_f1_of_each_epoch(files)
     assert scores[0] < 0.5 < scores[-1]
 
 
-def test_the_saved_decoder_runs_as_the_predictor_runs_it(files):
-    """Paddle's save_inference_model of the decoder (words, lengths -> path) run by gradc gives the Predictor's
-    paths exactly (no fault)."""
-    run = gradc_cli("run", files / "decoder.pdmodel", "--params", files / "trained.npz", "--feed", files / "data.npz",
-                    "-o", files / "saved_out.npz")
+@pytest.mark.parametrize("model, params", [("decoder.pdmodel", "trained.npz"),
+                                           ("decoder_pir.json", "decoder_pir.pdiparams")])
+def test_the_saved_decoder_runs_as_the_predictor_runs_it(files, model, params):
+    """Paddle's save_inference_model of the decoder (words, lengths -> path), and PIR's jit.save of it in dygraph
+    (decoding by paddle.text.ViterbiDecoder, whose transitions it saves as generated_tensor_0), run by gradc give the
+    Predictor's paths exactly (no fault)."""
+    run = gradc_cli("run", files / model, "--params", files / params, "--feed", files / "data.npz", "-o",
+                    files / f"{model}.out.npz")
     assert run.returncode == 0, run.stderr
-    np.testing.assert_array_equal(np.load(files / "saved_out.npz")[PATH],
-                                  np.load(files / "paddle_decoded.npz")["predictor_path"])
+    (path,) = np.load(files / f"{model}.out.npz").values()
+    np.testing.assert_array_equal(path, np.load(files / "paddle_decoded.npz")["predictor_path"])
+    if model.endswith(".json"):
+        np.testing.assert_array_equal(path, np.load(files / "predictor_pir.npz")["path"])
 
 
 @pytest.mark.parametrize("suffix", ["pdmodel", "json"])

@@ -13,18 +13,22 @@ one_hots times the transitions).
 - decode.pb: the forward program (a clone) decoded by viterbi_decode (paddle.text.viterbi_decode,
   include_bos_eos_tag=False) and scored by chunk_eval (IOB, 2 chunk types, SeqLength given) against the labels;
   run on Paddle's trained scope.
-- decoder.pdmodel: the decoder alone (words, lengths -> path) saved by save_inference_model, run by the Predictor.
+- decoder.pdmodel: the decoder alone (words, lengths -> path) saved by save_inference_model, run by the Predictor;
+  and, in PIR mode (a second interpreter), the same net in dygraph with the trained weights, decoding by
+  paddle.text.ViterbiDecoder, saved by paddle.jit.save (decoder_pir.json) and run so.
 
 Written (programs gzipped): crf.pb, crf_startup.pb, decode.pb, decoder.pdmodel, data.npz (words, lengths, labels),
 trained.npz, paddle_decoded.npz (the decoder's path and scores, chunk_eval's outputs, the Predictor's path),
-meta.json (Paddle's losses per step, the vars' names, Paddle's float64 gradients' errors against central
-differences).
+decoder_pir.json, decoder_pir.pdiparams, predictor_pir.npz (the PIR Predictor's path), meta.json (Paddle's losses
+per step, the vars' names, Paddle's float64 gradients' errors against central differences).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week28.py tests/data/paddle/user_week28
 """
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -200,8 +204,60 @@ def main(out: Path) -> None:
     np.savez(out / "paddle_decoded.npz", **decoded)
     meta = {"names": names, "losses": losses, "paddle_float64_gradient_errors": float64_gradients(exe, data)}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
+    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
+                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+
+
+class Decoder(paddle.nn.Layer):
+    """The trained tagger in dygraph, decoding by paddle.text.ViterbiDecoder: what paddle.jit.save exports."""
+
+    def __init__(self, trained: dict):
+        super().__init__()
+        self.embedding, self.lstm = paddle.nn.Embedding(VOCAB, 8), paddle.nn.LSTM(8, 8, direction="bidirect")
+        self.linear = paddle.nn.Linear(16, TAGS)
+        self.decoder = paddle.text.ViterbiDecoder(paddle.to_tensor(trained["crf.transitions"]),
+                                                  include_bos_eos_tag=False)
+        cells = {f"{kind}_{part}_l0{suffix}": trained[f"lstm_cell_{cell}.{letter}_{index}"]
+                 for cell, suffix in ((0, ""), (1, "_reverse")) for kind, letter in (("weight", "w"), ("bias", "b"))
+                 for index, part in enumerate(("ih", "hh"))}
+        self.embedding.weight.set_value(trained["embedding.w"])
+        self.linear.weight.set_value(trained["emission.w"])
+        self.linear.bias.set_value(trained["emission.b"])
+        for name, value in cells.items():
+            getattr(self.lstm, name).set_value(value)
+
+    def forward(self, words, lengths):
+        hidden, _ = self.lstm(self.embedding(words), sequence_length=lengths)
+        return self.decoder(self.linear(hidden), lengths)[1]
+
+
+def main_pir(out: Path) -> None:
+    """The decoder saved by paddle.jit.save (PIR's decoder_pir.json and its decoder_pir.pdiparams) and run by the
+    Predictor on the 24 sentences."""
+    model = Decoder(dict(np.load(out / "trained.npz")))
+    model.eval()
+    specs = [paddle.static.InputSpec([-1, LENGTH], "int64", "words"), paddle.static.InputSpec([-1], "int64",
+                                                                                              "lengths")]
+    data = np.load(out / "data.npz")
+    with tempfile.TemporaryDirectory() as saved:
+        paddle.jit.save(model, f"{saved}/decoder", input_spec=specs)
+        write_gz(out / "decoder_pir.json", Path(f"{saved}/decoder.json").read_bytes())
+        # the transitions, ViterbiDecoder's tensor and no parameter, are saved by a generated name beside the weights
+        (out / "decoder_pir.pdiparams").write_bytes(Path(f"{saved}/decoder.pdiparams").read_bytes())
+        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/decoder.json",
+                                                                              f"{saved}/decoder.pdiparams"))
+        for name in ("words", "lengths"):
+            predictor.get_input_handle(name).copy_from_cpu(data[name])
+        predictor.run()
+        (output,) = predictor.get_output_names()
+        path = predictor.get_output_handle(output).copy_to_cpu()
+    np.savez(out / "predictor_pir.npz", path=path)
 
 
 if __name__ == "__main__":
     Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
-    main(Path(sys.argv[1]))
+    if sys.argv[2:] == ["--pir"]:
+        main_pir(Path(sys.argv[1]))
+    else:
+        main(Path(sys.argv[1]))
