@@ -30,6 +30,9 @@ EXPLAINED = {
     "ops/math/scale_bias_tensor": "Paddle's own scale grad adds BiasTensor to the gradient; gradc's program "
                                   "differentiates scale with a scale op without the bias, and Paddle's run of it "
                                   "gives gradc's (right) gradient",
+    "fixtures/tensor_ops": "Paddle's kldiv_loss_grad gives kl_div's target (softmax(y), y a fed var with a "
+                           "gradient) none; gradc's program adds it (docs/ops.md, equal to central differences), and "
+                           "Paddle's run of it gives gradc's y@GRAD",
     "ops/norm/batch_norm2d_eval_trainable_statistics": TRAINABLE_STATISTICS,
     "ops/norm/batch_norm_legacy_trainable_statistics": TRAINABLE_STATISTICS,
     "layers/class_center_sample": "Paddle 3.3.1 draws class_center_sample's classes without its seed (fix_seed "
