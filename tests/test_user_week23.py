@@ -173,6 +173,12 @@ def test_a_saved_net_declared_at_the_training_size_runs_on_larger_images_as_the_
                         files / "flat.npz")
     assert refused.returncode == 1
     assert refused.stderr.endswith("has shape [2, 16, 16], but block 0 declares [-1, 1, 8, 8]\n")
+    np.savez(files / "wide.npz", lr=np.zeros((2, 3, 16, 16), np.float32))   # the rank; no conv takes 3 channels
+    failed = gradc_cli("run", files / "sr_fixed.pdmodel", "--params", files / "sr_trained.npz", "--feed",
+                       files / "wide.npz")
+    assert failed.returncode == 1   # its error alone: the size note shows when a run ends (fuzz seed 1471)
+    assert "gradc: note:" not in failed.stderr   # (the params' warning of unused values stays: it is about them)
+    assert failed.stderr.splitlines()[-1].startswith("gradc: error: block 0, op ")
     forward = gradc.load(files / "sr_fixed.pdmodel")
     forward.global_block.ops = [op for op in forward.global_block.ops if op.type not in ("feed", "fetch")]
     scope = gradc.Scope()

@@ -50,3 +50,25 @@ def recorded_warnings():
         yield records
     finally:
         warnings.showwarning = show
+
+
+@contextmanager
+def held_notes():
+    """gradc's notes while the block runs, shown once it ends without an error: a run that fails says one line, its
+    error (a note that a feed's size differs from the declared one, then a kernel's error about that size, would be
+    two)."""
+    held, show = [], warnings.showwarning
+
+    def hold(message, category, *args, **kwargs):
+        if issubclass(category, GradcNotice):
+            held.append((message, category, args, kwargs))
+        else:
+            show(message, category, *args, **kwargs)
+
+    warnings.showwarning = hold
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
+    for message, category, args, kwargs in held:
+        show(message, category, *args, **kwargs)

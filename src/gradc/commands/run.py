@@ -18,7 +18,7 @@ from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
 from ..training.params import read_values, require_values, run_startup
-from .json_output import emit
+from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
 from .run_feeds import feed_arrays, model_inputs, naming_feed
@@ -124,7 +124,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
-    with measuring as measured, naming_feed(feed):
+    with measuring as measured, naming_feed(feed), held_notes():
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = keys = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
