@@ -31,6 +31,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .passes.recompute import recompute
     from .training import LBFGS, Dataset, History, Trainer, add_loss, evaluate, export, load_params, save_params, train
     from .training.finetune import set_train_mode
+    from .training.programs import set_test_mode
 
 __version__ = "0.1.0"
 
@@ -41,7 +42,7 @@ _ON_FIRST_USE = {
     **dict.fromkeys(["Executor", "LoDTensor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["LBFGS", "Dataset", "History", "Trainer", "add_loss", "evaluate", "export", "load_params",
-                     "save_params", "set_train_mode", "train"], ".training"),
+                     "save_params", "set_test_mode", "set_train_mode", "train"], ".training"),
 }
 __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
 
@@ -52,5 +53,6 @@ __all__ = [
     "SelectedRows", "Trainer", "VarDesc", "VarType", "add_loss", "append_backward", "defop", "evaluate", "export",
     "global_scope",
     "grad_op", "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",
-    "register_op", "same_as", "save", "save_params", "seed", "set_train_mode", "train", "verify", "write_params",
+    "register_op", "same_as", "save", "save_params", "seed", "set_test_mode", "set_train_mode", "train",
+    "verify", "write_params",
 ]

@@ -17,10 +17,11 @@ from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
+from ..training.programs import set_test_mode
 from ..verification import verify
 from .json_output import emit, recorded_warnings
 from .loss_option import loss_option
-from .name_globs import matching
+from .name_globs import input_gradients, matching, with_gradients
 
 
 @click.command()
@@ -41,6 +42,12 @@ from .name_globs import matching
 @click.option("--param", "params", multiple=True, help="Only these parameters get gradients (a glob matches names: "
               "'*lora*' trains LoRA adapters and freezes the rest). Repeatable.")
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient (globs too). Repeatable.")
+@click.option("--wrt", multiple=True, help="Vars besides the parameters to get a gradient, whatever their "
+              "stop_gradient: an input's, x@GRAD, as paddle.static.gradients(loss, x) gives it (globs too). "
+              "Repeatable.")
+@click.option("--test-mode", is_flag=True, help="Run dropout and batch norm as in test mode (is_test on, as "
+              "Paddle's clone(for_test=True)): an attack's input gradient in eval mode, the running statistics "
+              "left as they are.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
@@ -51,8 +58,9 @@ from .name_globs import matching
               "and the warnings (which stderr shows too).")
 @memory_options
 @optimizer_options
-def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, params, no_grad, extra_passes,
-            startup_out, no_verify, as_json, recompute, recompute_budget, accumulate, **optimizer_settings):
+def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, params, no_grad, wrt, test_mode,
+            extra_passes, startup_out, no_verify, as_json, recompute, recompute_budget, accumulate,
+            **optimizer_settings):
     """Append the backward (training) ops of a forward program.
 
     Exit codes: 0 it wrote the program; 1 it could not (one 'gradc: error:' line on stderr, nothing written; with
@@ -61,6 +69,8 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
     if not add_loss_kind and (loss_of or label != "label"):
         raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
+    if train_mode and test_mode:
+        raise click.UsageError("give --train-mode or --test-mode, not both")
     if as_json and is_stdout(output):
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
     param_lrs = optimizer_settings.pop("param_lrs")
@@ -86,6 +96,9 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
             _say_mode(prog, train_mode, say)
         params = matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
                            "--param", "parameter of block 0")
+        if test_mode:
+            set_test_mode(prog)
+        inputs = with_gradients(prog, wrt)
         no_grad = matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
                             "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
@@ -101,6 +114,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
             listed = ", ".join(excluded[:12]) + (f", ... ({len(excluded) - 12} more)" if len(excluded) > 12 else "")
             undecayed = (f"no weight decay on {len(excluded)} of {len(results['backward'])} parameters (--no-decay): "
                          f"{listed}")
+        inputs = input_gradients(prog, inputs)   # before anything is written
         problems = [] if no_verify else verify(prog, output)
         if problems:   # gradc's own output: a bug, reported before anything is written
             raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
@@ -109,7 +123,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         if updates:
             save(results["optimizer"], startup_out)
         pairs = results["backward"]
-        if not pairs:
+        if not pairs and not inputs:
             warnings.warn("no parameter gets a gradient: each is stop_gradient, in the no-grad set (--no-grad), or on "
                           "no path to the loss; training this program would change nothing", GradcWarning,
                           stacklevel=2)
@@ -125,17 +139,20 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
               "ops_before": ops_before, "ops_after": prog.num_ops(), "loss": backward.loss_used,
               "losses": backward.losses_used,
               "parameters": [{"parameter": param, "gradient": grad} for param, grad in pairs],
+              "inputs": [{"var": name, "gradient": grad} for name, grad in inputs],
               "optimizer": optimizer_name, "passes": {name: str(result) for name, result in pass_results.items()},
               "notes": notes, "warnings": warned})
         return
-    width = max([len(p) for p, _ in pairs] + [9])
+    width = max([len(p) for p, _ in pairs + inputs] + [9])
     lines = [f"{'parameter':<{width}}  gradient"] + [f"{param:<{width}}  {grad}" for param, grad in pairs]
+    lines += [f"{name:<{width}}  {grad}  (--wrt)" for name, grad in inputs]
     say("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
     for name, result in pass_results.items():
         say(f"{name}: {result}")
     if len(backward.losses_used) > 1:
         say(f"the gradients are those of the sum of the losses {' + '.join(backward.losses_used)}")
-    say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
+    said_inputs = f", {len(inputs)} input gradient{'s' * (len(inputs) > 1)}" if inputs else ""
+    say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients{said_inputs})")
     if updates:
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
         more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none

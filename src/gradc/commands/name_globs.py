@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 
 from ..errors import GradcError
+from ..ir import Program
 
 
 def matching(patterns: tuple[str, ...], names: list[str], option: str, what: str) -> list[str]:
@@ -22,3 +23,27 @@ def matching(patterns: tuple[str, ...], names: list[str], option: str, what: str
                              f"{', ...' if len(names) > 8 else ''})")
         chosen += matched
     return list(dict.fromkeys(chosen))
+
+
+def with_gradients(program: Program, patterns: tuple[str, ...]) -> list[str]:
+    """compile --wrt: the vars named, stop_gradient cleared so the backward gives them a gradient (a fed input is
+    stop_gradient in Paddle's file, as paddle.static.gradients needs x.stop_gradient = False)."""
+    block = program.global_block
+    names = matching(patterns, [name for name, var in block.vars.items() if not var.is_parameter], "--wrt",
+                     "var of block 0")
+    undeclared = [name for name in names if block.find_var(name) is None]
+    if undeclared:
+        raise GradcError(f"--wrt: not declared in block 0: {', '.join(undeclared)}")
+    for name in names:
+        block.var(name).stop_gradient = False
+    return names
+
+
+def input_gradients(program: Program, names: list[str]) -> list[tuple[str, str]]:
+    """(var, its gradient) of each --wrt var; one on no path to the loss is an error, as nothing could be fetched."""
+    block = program.global_block
+    missing = [name for name in names if block.find_var(f"{name}@GRAD") is None]
+    if missing:
+        raise GradcError(f"--wrt: no gradient of {', '.join(missing)}: on no path to the loss, or cut by a var the "
+                         f"program marks stop_gradient (--no-grad too)")
+    return [(name, f"{name}@GRAD") for name in names]

@@ -196,6 +196,10 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
                 if in_test_mode(block):   # clone(for_test=True) drops the backward
                     hint = (" (the program is in test mode, as clone(for_test=True) or an export leaves it, without "
                             "the backward: fetch gradients from the training program)")
+            elif name.endswith("@GRAD") and getattr(block.find_var(name[:-5]), "stop_gradient", False):
+                hint = (f" ('{name[:-5]}' is stop_gradient, as Paddle saves a fed input, so the backward gives it no "
+                        f"gradient: gradc compile --wrt {name[:-5]}, or clear block.var('{name[:-5]}').stop_gradient "
+                        f"before gradc.append_backward)")
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .inference import export, inference_program
     from .lbfgs import LBFGS
     from .params import load_params, read_values, save_params
-    from .programs import forward_part, model_parameters, prune
+    from .programs import forward_part, model_parameters, prune, set_test_mode
     from .trainer import Trainer, train
 
 _ON_FIRST_USE = {
@@ -29,10 +29,10 @@ _ON_FIRST_USE = {
     "LBFGS": ".lbfgs",
     **dict.fromkeys(["History", "Reporter"], ".history"),
     **dict.fromkeys(["load_params", "read_values", "save_params"], ".params"),
-    **dict.fromkeys(["forward_part", "model_parameters", "prune"], ".programs"),
+    **dict.fromkeys(["forward_part", "model_parameters", "prune", "set_test_mode"], ".programs"),
     **dict.fromkeys(["Trainer", "train"], ".trainer"),
 }
 __all__ = ["LBFGS", "Dataset", "History", "OneBatch", "Reporter", "Trainer", "add_loss", "evaluate", "export",
            "forward_part", "inference_program", "load_checkpoint", "load_params", "model_parameters", "prune",
-           "read_values", "save_checkpoint", "save_params", "set_train_mode", "train"]
+           "read_values", "save_checkpoint", "save_params", "set_test_mode", "set_train_mode", "train"]
 __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
