@@ -9,7 +9,7 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   label and eps. fgsm_train.pb: the same from the training-mode clone (batch statistics, dropout).
 - attack.npz: Paddle's input gradients of the 16 test images (eval and train mode), its FGSM examples (eps 0.1), PGD's
   random start and examples (5 steps of 0.03 in the 0.1-ball, the gradient from fgsm.pb), the eval-mode predictions.
-- adversarial training: from clean.npz, 4 steps, each a PGD (3 steps, eval mode) from the current weights, then one
+- adversarial training: from clean.npz and a zero velocity, 4 steps, each a PGD (3 steps, eval mode) from the current weights, then one
   Momentum step on the adversarial batch; Paddle's losses, the PGD starts and adv_trained.npz.
 - meta.json: the vars' names, Paddle's losses and robust accuracies.
 
@@ -142,6 +142,9 @@ def main(out: Path) -> None:
                             "fgsm": accuracy(exe, test, names, adv, test_label),
                             "pgd": accuracy(exe, test, names, pgd_adv, test_label)}
         np.savez(out / "attack.npz", grad=grad, grad_train=grad_train, fgsm=adv, start=start, pgd=pgd_adv)
+        for var in main_prog.list_vars():   # adversarial training starts a fresh Momentum from the clean weights
+            if "velocity" in var.name:
+                scope.var(var.name).get_tensor().set(np.zeros(var.shape, np.float32), paddle.CPUPlace())
         starts, adv_losses = [], []
         for step in range(ADV_STEPS):
             batch = slice(step * BATCH, (step + 1) * BATCH)

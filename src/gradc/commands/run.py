@@ -17,7 +17,7 @@ from ..executor.feeding import program_inputs
 from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
-from ..training.params import read_values, require_values, run_startup
+from ..training.params import initialised_values, read_values, require_values, run_startup
 from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
@@ -177,9 +177,10 @@ def _program_and_values(startup_help: str):
                    "so a wrong gradient anywhere shows, for two forward runs a direction whatever the var's size.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
+@click.option("--test-mode", is_flag=True, help="Dropout and batch norm in test mode, as compile --test-mode.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: the loss, each var checked, and "
               "each mismatch as a problem naming its var.")
-def check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, as_json):
+def check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, test_mode, as_json):
     """Check a program's compiled gradients against central differences, in float64.
 
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
@@ -191,8 +192,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..cut_paths import gradientless_ops
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
-    from ..training.programs import checkable_forward_part, is_training_op, updates_parameters
+    from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
     whole = prog = load(program)
+    if test_mode:
+        set_test_mode(prog)
     if updates_parameters(prog) and (forward := checkable_forward_part(prog)) is not None:
         # Paddle's minimize program, saved as it trains, has no forward program beside it: check its forward part
         click.echo(f"gradc: note: '{program}' is a training program: checking its forward part (its backward and "
@@ -205,7 +208,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
     wrt = matching(wrt, list(prog.global_block.vars), "--wrt", "var of block 0")
-    values = _initialised(startups)
+    values = initialised_values(startups)
     values.update(load_params(params, prog))
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
@@ -236,14 +239,6 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{why}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences ({differentiated})")
-
-
-def _initialised(startups) -> dict:
-    """name -> value of what the startup programs initialise (a forward program and its startup, no params file)."""
-    scope, executor = Scope(), Executor()
-    for startup in startups:
-        run_startup(executor, startup, scope)
-    return dict(scope.vars)
 
 
 @click.command()

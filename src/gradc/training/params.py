@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
+from ..executor import Executor, Scope
 from ..executor.declared import fitted_value, int8_stored, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
@@ -155,6 +156,14 @@ def run_startup(executor, startup, scope) -> None:
             raise
         kind = ProgramError if isinstance(exc, ProgramError) else ExecutionError   # not a FeedError: no feed file
         raise kind(f"startup program '{startup}': {exc}") from None
+
+
+def initialised_values(startups) -> dict:
+    """name -> value of what the startup programs initialise (a forward program and its startup, no params file)."""
+    scope, executor = Scope(), Executor()
+    for startup in startups:
+        run_startup(executor, startup, scope)
+    return dict(scope.vars)
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> list[str]:
