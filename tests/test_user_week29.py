@@ -21,22 +21,20 @@ LOSS, EPS, ALPHA = META["loss"], META["eps"], META["alpha"]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """The week's files unpacked, the test images as a feed, and the eval-mode attack program compiled as the docs
-    say (compile --wrt x --test-mode)."""
+    """The week's files unpacked and the test images as a feed."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week29"))
     test = np.load(out / "test.npz")
     np.savez(out / "feed.npz", x=test["x"], label=test["label"])
     np.savez(out / "fgsm_feed.npz", x=test["x"], label=test["label"], eps=np.array([EPS], np.float32))
-    compiled = gradc_cli("compile", out / "forward.pb", "-o", out / "attack.pb", "--wrt", "x", "--test-mode")
-    assert compiled.returncode == 0, compiled.stderr
     return out
 
 
-def _input_gradient(files, program: str, feed: dict) -> np.ndarray:
-    scope = gradc.Scope()
-    gradc.load_params(scope, files / "clean.npz")
-    (grad,) = gradc.Executor().run(gradc.load(files / program), feed=feed, fetch_list=["x@GRAD"], scope=scope)
-    return grad
+@pytest.fixture(scope="module")
+def attack(files):
+    """The eval-mode attack program compiled as the docs say: compile --wrt x --test-mode."""
+    compiled = gradc_cli("compile", files / "forward.pb", "-o", files / "attack.pb", "--wrt", "x", "--test-mode")
+    assert compiled.returncode == 0, compiled.stderr
+    return files / "attack.pb"
 
 
 def _pgd(run_gradient, x, label, start, steps):
@@ -48,7 +46,7 @@ def _pgd(run_gradient, x, label, start, steps):
     return adv
 
 
-def test_compile_wrt_gives_the_input_gradient_paddle_gives(files):
+def test_compile_wrt_gives_the_input_gradient_paddle_gives(files, attack):
     """Before, gradc compile had no way to give a fed input a gradient: Paddle saves x stop_gradient, `--param x`
     compiled "0 parameter gradients" with a warning that no parameter gets one, and `gradc run --fetch x@GRAD` said
     only "no op writes it". Now compile --wrt x lists x -> x@GRAD beside the parameters, and with --test-mode (as
@@ -57,7 +55,7 @@ def test_compile_wrt_gives_the_input_gradient_paddle_gives(files):
     compiled = gradc_cli("compile", files / "forward.pb", "-o", files / "listed.pb", "--wrt", "x", "--test-mode")
     assert "x                   x@GRAD  (--wrt)" in compiled.stdout
     assert compiled.stdout.endswith("(29 ops, 6 parameter gradients, 1 input gradient)\n")
-    run = gradc_cli("run", files / "attack.pb", "--params", files / "clean.npz", "--feed", files / "feed.npz",
+    run = gradc_cli("run", attack, "--params", files / "clean.npz", "--feed", files / "feed.npz",
                     "--fetch", "x@GRAD", "-o", files / "grad.npz")
     assert run.returncode == 0, run.stderr
     paddle = np.load(files / "attack.npz")
@@ -87,7 +85,8 @@ def test_the_train_mode_attack_moves_batch_norms_running_statistics_as_paddles_d
     """The classic pitfall, in gradc as in Paddle: the attack run on the training-mode program (compile --wrt x alone,
     gradc.gradients of the loaded forward) normalises by the batch's statistics (its input gradient Paddle's
     train-mode one to 1e-8, up to 0.069, 3.4 times the eval-mode one) and moves the running mean and variance in the
-    scope, to Paddle's values exactly; the test-mode program (compile --test-mode, gradc.set_test_mode) moves nothing."""
+    scope, to Paddle's values exactly; the test-mode program (compile --test-mode, gradc.set_test_mode) moves
+    nothing."""
     paddle, feed = np.load(files / "attack.npz"), dict(np.load(files / "feed.npz"))
     moved, clean = np.load(files / "moved.npz"), np.load(files / "clean.npz")
     for test_mode in (False, True):
@@ -136,17 +135,16 @@ def test_check_of_the_input_gradient_against_float64_central_differences(files, 
     assert checked["checked"] == 2304 and checked["max_abs_error"] < 1e-9
 
 
-def test_fgsm_and_pgd_examples_and_robust_accuracy_equal_paddles(files):
+def test_fgsm_and_pgd_examples_and_robust_accuracy_equal_paddles(files, attack):
     """FGSM from gradc's eval-mode input gradient, and 5 PGD steps from Paddle's random start, give Paddle's examples
     bit for bit; gradc evaluate of them gives Paddle's accuracies: 0.5625 clean, 0.4375 under FGSM, 0.3125 under PGD
     (eps 0.1) (no fault)."""
     test, paddle = np.load(files / "test.npz"), np.load(files / "attack.npz")
-    attack = gradc.load(files / "attack.pb")
-    scope = gradc.Scope()
-    gradc.load_params(scope, files / "clean.npz", attack)
+    program, scope = gradc.load(attack), gradc.Scope()
+    gradc.load_params(scope, files / "clean.npz", program)
 
     def gradient(x, label):
-        return gradc.Executor().run(attack, feed={"x": x, "label": label}, fetch_list=["x@GRAD"], scope=scope)[0]
+        return gradc.Executor().run(program, feed={"x": x, "label": label}, fetch_list=["x@GRAD"], scope=scope)[0]
 
     fgsm = np.clip(test["x"] + EPS * np.sign(gradient(test["x"], test["label"])), 0, 1).astype(np.float32)
     np.testing.assert_array_equal(fgsm, paddle["fgsm"])
@@ -160,7 +158,7 @@ def test_fgsm_and_pgd_examples_and_robust_accuracy_equal_paddles(files):
         assert json.loads(run.stdout)["acc"] == META["accuracy"][name], name
 
 
-def test_adversarial_training_step_by_step_equals_paddles(files):
+def test_adversarial_training_step_by_step_equals_paddles(files, attack):
     """Adversarial training from the clean weights: each batch of 8 a 3-step PGD in eval mode (attack.pb) from the
     current weights, then a Momentum(0.1, 0.9) step of gradc compile --optimizer momentum on it (batch norm and dropout
     in train mode, dropout's fixed seed). The 4 losses are Paddle's to 1e-6 (0.706, 0.841, 0.650, 0.406), the weights
@@ -168,15 +166,15 @@ def test_adversarial_training_step_by_step_equals_paddles(files):
     compiled = gradc_cli("compile", files / "forward.pb", "-o", files / "train.pb", "--optimizer", "momentum", "--lr",
                          0.1, "--momentum", 0.9)
     assert compiled.returncode == 0, compiled.stderr
-    train, attack, executor, scope = gradc.load(files / "train.pb"), gradc.load(files / "attack.pb"), \
-        gradc.Executor(), gradc.Scope()
+    train, attacking = gradc.load(files / "train.pb"), gradc.load(attack)
+    executor, scope = gradc.Executor(), gradc.Scope()
     for startup in ("startup.pb", "train.startup.pb"):
         executor.run(gradc.load(files / startup), scope=scope)
     gradc.load_params(scope, files / "clean.npz", train)
     data, starts = np.load(files / "data.npz"), np.load(files / "adv_starts.npz")["start"]
 
     def gradient(x, label):
-        return executor.run(attack, feed={"x": x, "label": label}, fetch_list=["x@GRAD"], scope=scope)[0]
+        return executor.run(attacking, feed={"x": x, "label": label}, fetch_list=["x@GRAD"], scope=scope)[0]
 
     losses = []
     for step, start in enumerate(starts):
