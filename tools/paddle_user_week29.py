@@ -8,9 +8,10 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   paddle.static.gradients(loss, x) and the FGSM example clip(x + eps * sign(x@GRAD), 0, 1) in the program; fed x,
   label and eps. fgsm_train.pb: the same from the training-mode clone (batch statistics, dropout).
 - attack.npz: Paddle's input gradients of the 16 test images (eval and train mode), its FGSM examples (eps 0.1), PGD's
-  random start and examples (5 steps of 0.03 in the 0.1-ball, the gradient from fgsm.pb), the eval-mode predictions.
-- adversarial training: from clean.npz and a zero velocity, 4 steps, each a PGD (3 steps, eval mode) from the current weights, then one
-  Momentum step on the adversarial batch; Paddle's losses, the PGD starts and adv_trained.npz.
+  random start and examples (5 steps of 0.03 in the 0.1-ball, the gradient from fgsm.pb); moved.npz: batch norm's
+  running statistics as the training-mode attack leaves them (the clean ones are put back after).
+- adversarial training: from clean.npz and a zero velocity, 4 steps, each a PGD (3 steps, eval mode) from the current
+  weights, then one Momentum step on the adversarial batch; Paddle's losses, the PGD starts and adv_trained.npz.
 - meta.json: the vars' names, Paddle's losses and robust accuracies.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week29.py tests/data/paddle/user_week29
