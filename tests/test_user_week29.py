@@ -55,6 +55,8 @@ def test_compile_wrt_gives_the_input_gradient_paddle_gives(files, attack):
     compiled = gradc_cli("compile", files / "forward.pb", "-o", files / "listed.pb", "--wrt", "x", "--test-mode")
     assert "x                   x@GRAD  (--wrt)" in compiled.stdout
     assert compiled.stdout.endswith("(29 ops, 6 parameter gradients, 1 input gradient)\n")
+    as_json = gradc_cli("compile", files / "forward.pb", "-o", files / "listed.pb", "--wrt", "x", "--json")
+    assert json.loads(as_json.stdout)["inputs"] == [{"var": "x", "gradient": "x@GRAD"}]
     run = gradc_cli("run", attack, "--params", files / "clean.npz", "--feed", files / "feed.npz",
                     "--fetch", "x@GRAD", "-o", files / "grad.npz")
     assert run.returncode == 0, run.stderr
