@@ -17,7 +17,6 @@ from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
-from ..training.programs import set_test_mode
 from ..verification import verify
 from .json_output import emit, recorded_warnings
 from .loss_option import loss_option
@@ -97,6 +96,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         params = matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
                            "--param", "parameter of block 0")
         if test_mode:
+            from ..training.programs import set_test_mode  # here: its executor imports numpy, which compile needs not
             set_test_mode(prog)
         inputs = with_gradients(prog, wrt)
         no_grad = matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
