@@ -34,7 +34,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import predict, without_callstacks
 
 SIZE, IMAGES, BATCH, STEPS, STYLE_STEPS, FEATURES = 16, 24, 4, 6, 10, 8
 RNG = np.random.default_rng(23)
@@ -257,12 +257,8 @@ def main_pir(out: Path) -> None:
     with tempfile.TemporaryDirectory() as saved:
         paddle.jit.save(model, f"{saved}/sr", input_spec=[paddle.static.InputSpec([-1, 1, -1, -1], "float32", "lr")])
         write_gz(out / "sr_pir.json", Path(f"{saved}/sr.json").read_bytes())
-        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/sr.json",
-                                                                              f"{saved}/sr.pdiparams"))
-        predictor.get_input_handle("lr").copy_from_cpu(large)
-        predictor.run()
-        (output,) = predictor.get_output_names()
-        np.savez(out / "predictor_pir.npz", sr=predictor.get_output_handle(output).copy_to_cpu())
+        (output,) = predict(f"{saved}/sr.json", f"{saved}/sr.pdiparams", {"lr": large}).values()
+        np.savez(out / "predictor_pir.npz", sr=output)
     meta = json.loads((out / "meta.json").read_text())
     meta["pir"] = {"sr": output}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

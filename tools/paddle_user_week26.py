@@ -38,6 +38,7 @@ import paddle_legacy_shim
 from paddle.static import amp
 from paddle_gpu_amp_static import CudaBuild
 from paddle_optimizer_fixtures import Persistables, serialize
+from paddle_programs import predict
 
 STEPS, BAD, BATCH, SEED = 6, 3, 4, 26
 SCALING = ("loss_scaling_0", "num_good_steps_0", "num_bad_steps_0")
@@ -135,12 +136,8 @@ def export_mlp(out: Path, forward, names: dict, executor, meta: dict) -> None:
         paddle.static.save_inference_model(f"{saved}/mlp", [infer.global_block().var("x")],
                                            [infer.global_block().var(names["out"])], executor, program=infer)
         write_gz(out / "mlp_infer.pdmodel", Path(f"{saved}/mlp.pdmodel").read_bytes())
-        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/mlp.pdmodel",
-                                                                              f"{saved}/mlp.pdiparams"))
-        predictor.get_input_handle("x").copy_from_cpu(x)
-        predictor.run()
-        (output,) = predictor.get_output_names()
-        np.savez(out / "predictor.npz", x=x, out=predictor.get_output_handle(output).copy_to_cpu())
+        (output,) = predict(f"{saved}/mlp.pdmodel", f"{saved}/mlp.pdiparams", {"x": x}).values()
+        np.savez(out / "predictor.npz", x=x, out=output)
     meta["infer"] = {"out": output}
 
 
