@@ -7,12 +7,13 @@ from __future__ import annotations
 from .ir import Block
 from .pairing import BACKWARD, FORWARD, op_kinds
 
+# the ops of dynamic (or static) loss scaling, and the slot each reads the scale from
+SCALE_SLOTS = {"check_finite_and_unscale": "Scale", "update_loss_scaling": "PrevLossScaling"}
+
 
 def loss_scaling_vars(block: Block) -> set[str]:
-    """The vars dynamic (or static) loss scaling divides the gradients by: check_finite_and_unscale's Scale,
-    update_loss_scaling's PrevLossScaling."""
-    slots = {"check_finite_and_unscale": "Scale", "update_loss_scaling": "PrevLossScaling"}
-    return {name for op in block.ops if op.type in slots for name in op.input(slots[op.type])}
+    """The vars loss scaling divides the gradients by."""
+    return {name for op in block.ops if op.type in SCALE_SLOTS for name in op.input(SCALE_SLOTS[op.type])}
 
 
 def unscaled_loss(block: Block, name: str) -> str:
@@ -40,7 +41,7 @@ def screened_by_loss_scaling(block: Block, op_idx: int) -> bool:
     if not scales:
         return False
     op = block.ops[op_idx]
-    if op.type in ("check_finite_and_unscale", "update_loss_scaling"):
+    if op.type in SCALE_SLOTS:
         return True
     if op.type == "elementwise_mul" and scales.intersection(op.input("Y")):
         return True

@@ -218,8 +218,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         raise GradcheckError(f"no var {', '.join(map(repr, undeclared))} in block 0 of the program to check the "
                              f"gradient of (--wrt, wrt= in Python)")
     written = {name for op in program.global_block.ops for name in op.output_names()}
-    activations = [name for name in wrt if name not in values and name not in param_values and name in written]
-    unknown = [name for name in wrt if name not in values and name not in param_values and name not in written]
+    valueless = [name for name in wrt if name not in values and name not in param_values]
+    activations = [name for name in valueless if name in written]
+    unknown = [name for name in valueless if name not in written]
     if unknown:
         raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
                              f"Python), initialise them with --startup, or feed them")
@@ -232,8 +233,10 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         return s
 
     # an intermediate var checked (--wrt an activation) is fed, perturbed, to the program without the ops writing it
-    computed = executor.run(program, fed(), activations, scope())
-    known = {**param_values, **{name: np.array(value, order="C") for name, value in zip(activations, computed)}}
+    known = dict(param_values)
+    if activations:   # one forward run for their values, only where one is checked
+        known.update((name, np.array(value, order="C"))
+                     for name, value in zip(activations, executor.run(program, fed(), activations, scope())))
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from ..amp_loss import SCALE_SLOTS  # an AMP program's unscale rewrites the gradients: the norms after it are unscaled
 from ..errors import GradcError, GradcWarning
 from ..ir import Program
 from ..ops.optimizer_checks import UPDATES
@@ -15,8 +16,6 @@ from ..optimizers.base import last_gradients
 from ..pairing import FORWARD, OPTIMIZER, op_kinds
 
 SHOWN = 8   # the text's line names the largest few; --json has every parameter
-# an AMP program's gradients are rewritten in place by these: the norms after them are the unscaled gradients
-LOSS_SCALING = ("check_finite_and_unscale", "update_loss_scaling")
 
 
 def parameter_gradients(program: Program) -> list[tuple[str, str]]:
@@ -30,7 +29,7 @@ def parameter_gradients(program: Program) -> list[tuple[str, str]]:
                          "training program (gradc compile --optimizer)?")
     grads = {grad for _, grad in pairs}
     clipping = next((op for op, kind in zip(block.ops, op_kinds(block)) if kind == OPTIMIZER
-                     and op.type not in LOSS_SCALING and grads.intersection(op.output_names())), None)
+                     and op.type not in SCALE_SLOTS and grads.intersection(op.output_names())), None)
     if clipping is not None:   # only the last value of a var can be fetched
         how = "rewrite the gradients in place" if named else "write the gradients the updates read"
         warnings.warn(f"the optimizer's ops {how} (an {clipping.type}: clipping or weight decay): the norms logged "

@@ -41,6 +41,7 @@ from .params import checked_param, run_startup
 from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
+NO_LBFGS_CHECKPOINTS = "no checkpoints with L-BFGS: they would not keep its history of steps"
 
 
 class Trainer:
@@ -152,7 +153,7 @@ class Trainer:
         evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
         end with the best epoch's model parameters (gradc.training.best); return the history."""
         if self.lbfgs is not None and (checkpoint_dir or resume):
-            raise GradcError("no checkpoints with L-BFGS: they would not keep its history of steps")
+            raise GradcError(NO_LBFGS_CHECKPOINTS)
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
@@ -251,7 +252,7 @@ class Trainer:
         """A checkpoint of where the last ``fit`` stands (after an interruption, say), which ``resume=`` continues."""
         if self._settings is None or self.lbfgs is not None:
             raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands" if self.lbfgs is None
-                             else "no checkpoints with L-BFGS: they would not keep its history of steps")
+                             else NO_LBFGS_CHECKPOINTS)
         self._save(checkpoint_directory(directory), self._settings)
 
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
