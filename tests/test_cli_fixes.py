@@ -37,10 +37,21 @@ def test_run_takes_several_startups(tmp_path):
     assert "learning_rate_0: float32[] = 0.0099999998" in done.stdout
 
 
-def test_check_says_a_compiled_program_is_not_a_forward_program(tmp_path):
+def test_check_of_a_compiled_program_checks_the_gradients_it_computes(tmp_path):
+    """A compiled program without an optimizer was refused ("already a training program"); its own backward is what
+    is checked now: a seed doubled in the file makes every gradient twice central differences'."""
     assert run_gradc("compile", MLP / "forward.pb", "-o", tmp_path / "c.pb").returncode == 0
-    assert_clean_failure(run_gradc("check", tmp_path / "c.pb", "--feed", MLP / "feed.npz", "--params",
-                                   MLP / "params.npz"), "already a training program", "check the forward program")
+    given = ("--feed", MLP / "feed.npz", "--params", MLP / "params.npz")
+    done = run_gradc("check", tmp_path / "c.pb", *given)
+    assert done.returncode == 0, done.stderr
+    assert "has a backward: checking the gradients it computes" in done.stderr
+    assert done.stdout.count(" ok\n") == 4
+    program = gradc.load(tmp_path / "c.pb")
+    seed = next(op for op in program.global_block.ops if op.output_names() == ["mean_0.tmp_0@GRAD"])
+    seed.set_attr("value", 2.0)
+    gradc.save(program, tmp_path / "doubled.pb")
+    assert_clean_failure(run_gradc("check", tmp_path / "doubled.pb", *given), "gradients differ from central "
+                         "differences for fc_0.b_0, fc_0.w_0, fc_1.b_0, fc_1.w_0")
 
 
 def test_check_refuses_optimizer_ops_without_a_backward(tmp_path):

@@ -97,7 +97,7 @@ def test_check_json_names_each_wrong_gradient(monkeypatch, along):
 
 def test_check_json_of_bad_input_prints_nothing():
     assert "'nowhere'" in refused(gradc_cli("check", MLP / "forward.pb", *GIVEN, "--wrt", "nowhere", "--json"))
-    assert "already a training program" in refused(gradc_cli("check", MLP / "backward.pb", *GIVEN, "--json"))
+    assert "loss 'nowhere'" in refused(gradc_cli("check", MLP / "backward.pb", *GIVEN, "--loss", "nowhere", "--json"))
 
 
 @pytest.fixture

@@ -137,6 +137,16 @@ def test_check_of_the_input_gradient_against_float64_central_differences(files, 
     assert checked["checked"] == 2304 and checked["max_abs_error"] < 1e-9
 
 
+def test_check_of_the_compiled_attack_program_checks_its_own_input_gradient(files, attack):
+    """The compiled attack program (a backward, no optimizer) was refused by check; its own x@GRAD is checked now."""
+    run = gradc_cli("check", attack, "--params", files / "clean.npz", "--feed", files / "feed.npz", "--wrt", "x",
+                    "--test-mode", "--max-elements", 300, "--json")
+    assert run.returncode == 0, run.stderr
+    (checked,) = json.loads(run.stdout)["vars"]
+    assert checked["var"] == "x" and checked["checked"] >= 300 and checked["max_abs_error"] < 1e-9
+    assert "checking the gradients it computes" in run.stderr
+
+
 def test_fgsm_and_pgd_examples_and_robust_accuracy_equal_paddles(files, attack):
     """FGSM from gradc's eval-mode input gradient, and 5 PGD steps from Paddle's random start, give Paddle's examples
     bit for bit; gradc evaluate of them gives Paddle's accuracies: 0.5625 clean, 0.4375 under FGSM, 0.3125 under PGD

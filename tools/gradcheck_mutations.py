@@ -36,7 +36,7 @@ def record(part: int, parts: int, out: Path) -> None:
         seen["last"] = (directional_derivatives(f, value, eps, units), units)
         return numeric_grad(f, value, eps, indices)
 
-    compare = gradcheck._compare
+    compare = gradcheck.element_mismatch
 
     def recording_compare(name, analytic, numeric, rtol, atol):
         dirs, units = seen.pop("last")
@@ -44,7 +44,7 @@ def record(part: int, parts: int, out: Path) -> None:
                         "units": units, "dirs": dirs, "rtol": rtol, "atol": atol})
         return compare(name, analytic, numeric, rtol, atol)
 
-    gradcheck.numeric_grad, gradcheck._compare = numeric_and_directional, recording_compare
+    gradcheck.numeric_grad, gradcheck.element_mismatch = numeric_and_directional, recording_compare
     for case in all_cases()[part::parts]:
         try:
             if case.program is not None:
@@ -63,7 +63,7 @@ def flagged_by_elements(r: dict, grad: np.ndarray) -> bool:
 
 
 def flagged_along(r: dict, grad: np.ndarray, k: int) -> bool:
-    from gradc.gradcheck import directional_verdict
+    from gradc.gradcheck_verdicts import directional_verdict
     if grad.size <= k:
         return flagged_by_elements(r, grad)
     return directional_verdict(r["var"], grad, r["units"][:k], r["dirs"][:k], r["rtol"], r["atol"])[1] is not None

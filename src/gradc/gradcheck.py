@@ -8,34 +8,26 @@ registered maker and runs it; then perturbs each input element by +-eps and comp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import registry
-from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
+from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint, resolve_loss
 from .backward.names import GradNames
 from .central_differences import directional_derivatives, numeric_grad, random_directions, settled
 from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .float64_copies import float64_copy
-from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
+from .gradcheck_verdicts import Mismatch, directional_verdict, element_mismatch
+from .ir import DIFFERENTIABLE_DTYPES, Program, grad_name, to_var_type
+from .optimizers.base import last_gradients
 
 
 class GradcheckError(GradcError):
     """Analytic and numeric gradients disagree."""
-
-
-@dataclass
-class Mismatch:
-    var: str
-    max_abs_error: float
-    index: tuple
-    analytic: float
-    numeric: float
-    direction: int | None = None   # the random direction it was found along, or None: at an element
 
 
 def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rtol: float, atol: float,
@@ -44,7 +36,7 @@ def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rt
     the var has more elements than that) along that many random unit directions, each costing two runs whatever
     the size. Along u, the tolerance is what the element tolerances give for u's parts added in quadrature."""
     if directions is None or value.size <= directions:
-        return _compare(name, analytic, numeric_grad(objective, value, eps).reshape(value.shape), rtol, atol)
+        return element_mismatch(name, analytic, numeric_grad(objective, value, eps).reshape(value.shape), rtol, atol)
     return _along_directions(name, value, analytic, objective, eps, rtol, atol, directions, rng)[1]
 
 
@@ -52,40 +44,6 @@ def _along_directions(name, value, analytic, objective, eps, rtol, atol, count, 
     """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch)."""
     units = random_directions(rng, value, count)
     return directional_verdict(name, analytic, units, directional_derivatives(objective, value, eps, units), rtol, atol)
-
-
-def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
-                        atol: float) -> tuple[float, Mismatch | None]:
-    """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences."""
-    grad = np.asarray(analytic).reshape(-1)
-    along = np.array([np.vdot(grad, u).real for u in units])   # vdot conjugates grad: Re(sum(conj(g) * u))
-    tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
-    error = np.abs(along - numeric)
-    bad = ~(error <= tolerance)   # a NaN on either side is a mismatch
-    if not bad.any():
-        return float(error.max()), None
-    k = int(np.argmax(np.where(bad, error, -1)))
-    return float(error.max()), Mismatch(name, float(error.max()), (), float(along[k]), float(numeric[k]), k)
-
-
-def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
-    """The worst element where the two disagree; complex grads compare as (real, imaginary) pairs."""
-    if np.iscomplexobj(numeric) or np.iscomplexobj(analytic):
-        shape = np.shape(numeric)
-        analytic, numeric = (_pairs(np.asarray(v, np.complex128).reshape(shape)) for v in (analytic, numeric))
-    analytic = np.asarray(analytic, dtype=np.float64).reshape(numeric.shape)
-    error = np.abs(analytic - numeric)
-    bad = ~(error <= atol + rtol * np.abs(numeric))   # a NaN on either side is a mismatch
-    if not bad.any():
-        return None
-    index = np.unravel_index(np.argmax(np.where(bad, error, -1)), numeric.shape)
-    return Mismatch(name, float(error.max()), tuple(int(i) for i in index),
-                    float(analytic[index]), float(numeric[index]))
-
-
-def _pairs(values: np.ndarray) -> np.ndarray:
-    """A complex array as float64 (real, imaginary) pairs along a last axis."""
-    return np.stack([values.real, values.imag], axis=-1)
 
 
 def _declare(program: Program, name: str, array: np.ndarray) -> None:
@@ -192,25 +150,26 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
                     loss: str | Sequence[str] | None = None, params: Mapping[str, np.ndarray] | None = None,
                     eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
                     max_elements: int | None = None, seed: int = 0, float64: bool = False,
-                    directions: int | None = None) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
+                    directions: int | None = None, compiled: Program | None = None
+                    ) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
     """The compiled d(loss)/d(var) of each var in ``wrt`` (fed inputs or parameters; None: every
     parameter that gets a gradient) of a whole program, and its comparison with central differences
     at every element, or at ``max_elements`` random ones, or along ``directions`` random directions (a var with
     more elements than that). Several losses: the gradients of their sum, each summed over its elements (as
     append_backward of several seeds each with ones). With ``float64``, a widened copy of the program runs on
-    widened values (the program itself is not changed)."""
+    widened values (the program itself is not changed). ``compiled``: a program holding its own backward of
+    ``program`` (a compiled program being checked), whose run gives the gradients compared; None: compiled here."""
     if float64:
         program, feed, params = float64_copy(program, feed, params or {})
+        compiled = compiled and float64_copy(compiled)[0]
     if loss is None:
         loss = default_loss(program)
         if loss is None:
             raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
     losses = [loss] if isinstance(loss, str) else list(loss)
     program = reattached(program, wrt or ())   # a var checked by name gets its gradient, stop_gradient or not
-    train = program.clone()
-    grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
-    pairs = append_backward(train, loss, any_shape=len(losses) > 1)
-    wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
+    train, grad_of, differentiated = _with_backward(program, compiled, loss)
+    wrt = differentiated if wrt is None else list(wrt)
     values, fed = perturbable(feed)   # numeric_grad perturbs the arrays in place
     param_values = {k: np.array(v, order="C") for k, v in (params or {}).items()}
     undeclared = [name for name in wrt if program.global_block.find_var(name) is None]
@@ -274,12 +233,26 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         numeric = numeric_grad(objective, value, eps, indices)
         computed = np.asarray(analytic[name], dtype=numeric.dtype).reshape(-1)[indices]
         numeric = settled(objective, value, eps, indices, computed, numeric, rtol, atol)
-        mismatch = _compare(name, computed, numeric, rtol, atol)
+        mismatch = element_mismatch(name, computed, numeric, rtol, atol)
         if mismatch is not None:  # report the index in the var's own shape
             mismatch.index = tuple(int(i) for i in np.unravel_index(indices[mismatch.index[0]], value.shape))
         checks.append(VarCheck(name, len(indices), value.size, float(np.abs(computed - numeric).max(initial=0)),
                                mismatch))
     return analytic, checks
+
+
+def _with_backward(program: Program, compiled: Program | None, loss) -> tuple[Program, Callable, list[str]]:
+    """The program whose run writes the gradients, each var's gradient name in it, and the parameters it gives one."""
+    if compiled is None:
+        train = program.clone()
+        grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
+        pairs = append_backward(train, loss, any_shape=not isinstance(loss, str) and len(loss) > 1)
+        return train, grad_of, [param for param, _ in pairs]
+    for name in [loss] if isinstance(loss, str) else loss:   # named as a fresh compile would name a wrong loss
+        resolve_loss(program.global_block, name, any_shape=not isinstance(loss, str))
+    written = {name for op in compiled.global_block.ops for name in op.output_names()}
+    grads = {param: grad for param, grad in last_gradients(compiled.global_block) if grad in written}
+    return compiled, lambda name: grads.get(name, grad_name(name)), list(grads)
 
 
 def _looked_up(indices: np.ndarray, gradient, rng) -> np.ndarray:

@@ -47,7 +47,7 @@ def fetched(name: str, value) -> dict:
 
 
 def mismatch_place(mismatch) -> str:
-    """Where a gradient check found its mismatch (gradcheck.Mismatch): at an element or along a random direction."""
+    """Where a gradient check found its mismatch (a gradcheck_verdicts.Mismatch): at an element or along a direction."""
     return f"along direction {mismatch.direction}" if mismatch.direction is not None else f"at {list(mismatch.index)}"
 
 

@@ -1,0 +1,52 @@
+"""The verdicts of a gradient check: where an analytic gradient and its central differences disagree, at an
+element or along a random direction (gradc.gradcheck compares; this says which element, by how much)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Mismatch:
+    var: str
+    max_abs_error: float
+    index: tuple
+    analytic: float
+    numeric: float
+    direction: int | None = None   # the random direction it was found along, or None: at an element
+
+
+def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
+                        atol: float) -> tuple[float, Mismatch | None]:
+    """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences."""
+    grad = np.asarray(analytic).reshape(-1)
+    along = np.array([np.vdot(grad, u).real for u in units])   # vdot conjugates grad: Re(sum(conj(g) * u))
+    tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
+    error = np.abs(along - numeric)
+    bad = ~(error <= tolerance)   # a NaN on either side is a mismatch
+    if not bad.any():
+        return float(error.max()), None
+    k = int(np.argmax(np.where(bad, error, -1)))
+    return float(error.max()), Mismatch(name, float(error.max()), (), float(along[k]), float(numeric[k]), k)
+
+
+def element_mismatch(name, analytic, numeric, rtol, atol) -> Mismatch | None:
+    """The worst element where the two disagree; complex grads compare as (real, imaginary) pairs."""
+    if np.iscomplexobj(numeric) or np.iscomplexobj(analytic):
+        shape = np.shape(numeric)
+        analytic, numeric = (complex_pairs(np.asarray(v, np.complex128).reshape(shape)) for v in (analytic, numeric))
+    analytic = np.asarray(analytic, dtype=np.float64).reshape(numeric.shape)
+    error = np.abs(analytic - numeric)
+    bad = ~(error <= atol + rtol * np.abs(numeric))   # a NaN on either side is a mismatch
+    if not bad.any():
+        return None
+    index = np.unravel_index(np.argmax(np.where(bad, error, -1)), numeric.shape)
+    return Mismatch(name, float(error.max()), tuple(int(i) for i in index),
+                    float(analytic[index]), float(numeric[index]))
+
+
+def complex_pairs(values: np.ndarray) -> np.ndarray:
+    """A complex array as float64 (real, imaginary) pairs along a last axis."""
+    return np.stack([values.real, values.imag], axis=-1)
