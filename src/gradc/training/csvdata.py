@@ -24,6 +24,13 @@ def read_csv(path: str | Path, program: Program, what: str = "data", others: boo
     try:
         with open(path, encoding="utf-8") as handle:
             names = [name.strip().strip('"') for name in handle.readline().rstrip("\r\n").split(",")]
+            if (parsed := _parsed(handle, names, program, where)) is not None:
+                try:
+                    return {name: _column_group(parsed, name, program, others) for name in dict.fromkeys(names)}
+                except _NotPlain:
+                    pass
+            handle.seek(0)
+            handle.readline()
             lines, rows = [], []
             for number, line in enumerate(handle, 2):
                 if line.strip():
@@ -42,6 +49,51 @@ def read_csv(path: str | Path, program: Program, what: str = "data", others: boo
                       f"its index so; index=False leaves it out)", GradcNotice, stacklevel=3)
     table = _Table(np.array(rows, dtype=str), lines, names, where)
     return {name: _column_group(table, name, program, others) for name in dict.fromkeys(names) if name}
+
+
+class _NotPlain(Exception):
+    """A cell numpy's parser read that the var cannot take: the file is read again cell by cell, to name it."""
+
+
+def _parsed(handle, names: list[str], program: Program, where: str) -> _Columns | None:
+    """The cells read by numpy's parser in C, each column as its var's kind (integers as int64, the rest float64);
+    None where a column names no var, or a cell is not a plain number of its kind (an empty cell, a row too short):
+    the reading cell by cell says which."""
+    block = program.global_block
+    found = [block.find_var(name) if name else None for name in names]
+    if None in found:
+        return None
+    kinds = [np.int64 if np.dtype(NUMPY_DTYPE_NAMES.get(var.dtype, "float32")).kind in "biu" else np.float64
+             for var in found]
+    try:
+        with warnings.catch_warnings():   # a file of a header alone: its error is the reading cell by cell's
+            warnings.simplefilter("ignore", UserWarning)
+            table = np.loadtxt(handle, delimiter=",", comments=None, ndmin=1,
+                               dtype=np.dtype([(str(i), kind) for i, kind in enumerate(kinds)]))
+    except (ValueError, OverflowError, UnicodeDecodeError):
+        return None
+    return _Columns(table, names, where) if len(table) else None
+
+
+class _Columns:
+    """The columns numpy's parser read, taken as _Table takes its text; a cell the var cannot take raises _NotPlain."""
+
+    def __init__(self, table: np.ndarray, names: list[str], where: str):
+        self.table, self.names, self.where = table, names, where
+
+    def floats(self, columns: list[int]) -> np.ndarray:
+        values = np.stack([self.table[str(i)] for i in columns], axis=1)
+        if not np.isfinite(values).all():
+            raise _NotPlain
+        return values
+
+    def whole_numbers(self, columns: list[int], var: str, dtype: np.dtype) -> np.ndarray:
+        values = np.stack([self.table[str(i)] for i in columns], axis=1)
+        if dtype.kind in "iu" and dtype != np.int64:
+            limits = np.iinfo(dtype)
+            if ((values < limits.min) | (values > limits.max)).any():
+                raise _NotPlain
+        return values
 
 
 def _fields(line: str, number: int, names: list[str], where: str) -> list[str]:
@@ -135,7 +187,7 @@ def _header_for(program: Program) -> str:
     return ",".join(names) if 0 < len(names) <= 16 else ""
 
 
-def _column_group(table: _Table, name: str, program: Program, others: bool) -> np.ndarray:
+def _column_group(table: _Table | _Columns, name: str, program: Program, others: bool) -> np.ndarray:
     columns = [i for i, n in enumerate(table.names) if n == name]
     var, where = program.global_block.find_var(name), table.where
     if var is None and others:
@@ -155,4 +207,4 @@ def _column_group(table: _Table, name: str, program: Program, others: bool) -> n
                           f"declared {var.shape} (repeat a name over as many columns as the var has values)")
     dtype = np.dtype(NUMPY_DTYPE_NAMES.get(var.dtype, "float32"))
     values = table.whole_numbers(columns, name, dtype) if dtype.kind in "biu" else table.floats(columns)
-    return values.reshape([len(values), *example]).astype(dtype)
+    return values.reshape([len(values), *example]).astype(dtype, order="C")   # a batch is C-ordered, whichever read it
