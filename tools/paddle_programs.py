@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +55,11 @@ def predict(model: str, params_file: str, feed: dict) -> dict:
         predictor.get_input_handle(name).copy_from_cpu(feed[name])
     predictor.run()
     return {name: predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()}
+
+
+def script_main(main, main_pir) -> None:
+    """A fixture script's entry, `script.py OUT [--pir]`: its legacy half, or its PIR half (which the legacy half
+    starts in a second interpreter, the mode being fixed at start-up)."""
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    (main_pir if sys.argv[2:] == ["--pir"] else main)(out)

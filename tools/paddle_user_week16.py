@@ -37,7 +37,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import predict, without_callstacks
+from paddle_programs import predict, script_main, without_callstacks
 
 RNG = np.random.default_rng(16)
 OBS, ACTIONS, HIDDEN, BATCH = 4, 3, 16, 8
@@ -299,7 +299,4 @@ def main_pir(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[2:] == ["--pir"]:
-        main_pir(Path(sys.argv[1]))
-    else:
-        main(Path(sys.argv[1]))
+    script_main(main, main_pir)

@@ -1,7 +1,7 @@
-"""The speech and audio engineer's programs of docs/tools.md's 'A speech and audio engineer's week', built by Paddle
-3.3.1. In legacy static mode Paddle's feature layers (paddle.audio.features: "attribute 'fft_window' already exists")
-and paddle.signal.stft / istft / paddle.fft.rfft (UnboundLocalError 'ret') fail, so the legacy programs append what
-those APIs append (reflect pad3d, frame, the window, fft_r2c; fft_c2r and overlap_add for the inverse) as a user does:
+"""The speech and audio engineer's programs of docs/tools.md's 'A speech and audio engineer's week', by Paddle 3.3.1.
+In legacy static mode Paddle's feature layers (paddle.audio.features: "attribute 'fft_window' already exists") and
+paddle.signal.stft / istft / paddle.fft.rfft (UnboundLocalError 'ret') fail, so the legacy programs append what those
+APIs append (reflect pad3d, frame, the window, fft_r2c; fft_c2r and overlap_add for the inverse) as a user does:
 
 - kws: MFCC features in the program (power spectrum, a mel filterbank matmul, 10 log10, a DCT matmul), SpecAugment
   masks (fed), a conformer-ish block (multi-head self-attention, GLU, depthwise Conv1D, BatchNorm1D, swish, LayerNorm)
@@ -9,15 +9,12 @@ those APIs append (reflect pad3d, frame, the window, fft_r2c; fft_c2r and overla
 - vocoder: an autoencoder whose decoder predicts each frame's magnitude and phase, turned back into a waveform by
   fft_c2r and overlap_add (an iSTFT head), trained 4 steps by Adam on |STFT| L1 against the target waveform.
 - spectral64: the vocoder's spectral loss alone in float64 and Paddle's gradient of it for the input waveform.
-- kws_random: the keyword model with SpecAugment drawn in the program (uniform draws) and dropout, trained 4 steps after
-  paddle.seed(18).
-- the PIR programs (tools/paddle_user_week18_pir.py): the keyword model with paddle.audio.features.MFCC saved by
-  paddle.jit.save and fine-tuned in dygraph, stft -> istft, the vocoder trained by Paddle's PIR minimize with
-  OneCycleLR, float64 FFT cases with Paddle's gradients, and the rates of Paddle's cyclic schedulers.
+- kws_random: the keyword model with SpecAugment drawn in the program and dropout, 4 steps after paddle.seed(18).
+- the PIR programs (tools/paddle_user_week18_pir.py): the MFCC keyword model saved by paddle.jit.save and fine-tuned in
+  dygraph, stft -> istft, the vocoder trained by PIR minimize with OneCycleLR, float64 FFT cases, cyclic schedules.
 
-Written (every program gzipped): kws.pb, kws_startup.pb, kws_train.pb (Paddle's Adam minimize), kws_data.npz;
-kws_random.pb, kws_random_startup.pb; vocoder.pb, vocoder_startup.pb, vocoder_data.npz; spectral64.pb, spectral64.npz;
-the PIR files of paddle_user_week18_pir.py; meta.json (Paddle's losses, the names gradc needs).
+Written (gzipped): the four programs with their startups and data (.npz), kws_train.pb (Paddle's Adam minimize), the
+PIR files, and meta.json (Paddle's losses, the names gradc needs).
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week18.py tests/data/paddle/user_week18
 """
@@ -48,15 +45,11 @@ def hann() -> np.ndarray:
     return (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(N_FFT) / N_FFT)).astype(np.float32)
 
 
-def filterbank() -> np.ndarray:
-    """paddle.audio.functional.compute_fbank_matrix(SR, N_FFT, N_MELS) (slaney, norm 'slaney'), [N_MELS, bins]."""
+def audio_matrix(make, *args) -> np.ndarray:
+    """A paddle.audio.functional matrix, made in dygraph: compute_fbank_matrix(SR, N_FFT, N_MELS) (slaney, norm
+    'slaney'), [N_MELS, bins]; create_dct(N_MFCC, N_MELS)."""
     with paddle.base.dygraph.guard():
-        return paddle.audio.functional.compute_fbank_matrix(SR, N_FFT, N_MELS).numpy().astype(np.float32)
-
-
-def dct() -> np.ndarray:
-    with paddle.base.dygraph.guard():
-        return paddle.audio.functional.create_dct(N_MFCC, N_MELS).numpy().astype(np.float32)
+        return make(*args).numpy().astype(np.float32)
 
 
 def legacy_op(op_type: str, inputs: dict, outputs: dict, attrs: dict) -> list:
@@ -108,13 +101,15 @@ def mfcc(wav, masks=None, augment=None):
     [B, N_MFCC, FRAMES]; SpecAugment masks multiply the log-mel spectrogram ([B, N_MELS, 1] and [B, 1, FRAMES]), or
     ``augment`` draws them."""
     power = paddle.pow(paddle.abs(stft(wav, constant("hann_window", hann()))), 2.0)
-    mel = paddle.matmul(constant("mel_filterbank", filterbank()), power)
+    audio = paddle.audio.functional
+    mel = paddle.matmul(constant("mel_filterbank", audio_matrix(audio.compute_fbank_matrix, SR, N_FFT, N_MELS)), power)
     log_mel = 10.0 * paddle.log10(paddle.maximum(mel, paddle.full_like(mel, 1e-10)))
     if masks is not None:
         log_mel = log_mel * masks[0] * masks[1]
     if augment is not None:
         log_mel = augment(log_mel)
-    return paddle.matmul(constant("dct_matrix", dct()), log_mel, transpose_x=True)
+    dct = constant("dct_matrix", audio_matrix(audio.create_dct, N_MFCC, N_MELS))
+    return paddle.matmul(dct, log_mel, transpose_x=True)
 
 
 class ConvModule(nn.Layer):

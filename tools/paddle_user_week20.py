@@ -38,7 +38,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import predict, without_callstacks
+from paddle_programs import predict, script_main, without_callstacks
 
 
 def write_program(path: Path, program) -> None:
@@ -256,7 +256,4 @@ def _trained(out: Path, model) -> list:
 
 
 if __name__ == "__main__":
-    if sys.argv[2:] == ["--pir"]:
-        main_pir(Path(sys.argv[1]))
-    else:
-        main(Path(sys.argv[1]))
+    script_main(main, main_pir)

@@ -34,7 +34,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import predict, without_callstacks
+from paddle_programs import predict, script_main, without_callstacks
 
 SIZE, IMAGES, BATCH, STEPS, STYLE_STEPS, FEATURES = 16, 24, 4, 6, 10, 8
 RNG = np.random.default_rng(23)
@@ -279,8 +279,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
-    if sys.argv[2:] == ["--pir"]:
-        main_pir(Path(sys.argv[1]))
-    else:
-        main(Path(sys.argv[1]))
+    script_main(main, main_pir)

@@ -38,7 +38,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import script_main, without_callstacks
 
 VOCAB, LENGTH, TAGS, CHUNK_TYPES, SENTENCES, BATCH, STEPS = 20, 7, 5, 2, 24, 4, 18
 OUTSIDE = 2 * CHUNK_TYPES  # chunk_eval's IOB tags: 2 * type (B), 2 * type + 1 (I), 2 * types (O)
@@ -256,8 +256,4 @@ def main_pir(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
-    if sys.argv[2:] == ["--pir"]:
-        main_pir(Path(sys.argv[1]))
-    else:
-        main(Path(sys.argv[1]))
+    script_main(main, main_pir)
