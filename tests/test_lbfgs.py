@@ -132,14 +132,37 @@ def test_what_lbfgs_refuses(compiled, tmp_path):
     for (program, spec), message in cases.items():
         run = gradc_cli("train", program, *startup, "--lbfgs", spec)
         assert (run.returncode, run.stderr) == (1, f"gradc: error: {message}\n"), spec
-    for extra in (("--lr", 0.1), ("--checkpoint-dir", tmp_path / "checkpoints")):
-        run = gradc_cli("train", compiled / "net.pb", *startup, "--lbfgs", *extra)
-        assert run.returncode == 2 and f"{extra[0]} " in run.stderr and "not with --lbfgs" in run.stderr
+    run = gradc_cli("train", compiled / "net.pb", *startup, "--lbfgs", "--lr", 0.1)
+    assert run.returncode == 2 and "--lr " in run.stderr and "not with --lbfgs" in run.stderr
     refused = gradc_cli("compile", LBFGS_DATA / "net.pb", "-o", tmp_path / "x.pb", "--optimizer", "lbfgs")
     assert refused.returncode == 2 and "gradc train --lbfgs" in refused.stderr
-    trainer = gradc.Trainer(compiled / "net.pb", LBFGS_DATA / "net_startup.pb", lbfgs=gradc.LBFGS())
-    with pytest.raises(gradc.GradcError, match="no checkpoints with L-BFGS"):
-        trainer.fit(gradc.training.OneBatch(_batch(0, "float64")), checkpoint_dir=tmp_path / "checkpoints")
+
+
+@pytest.mark.parametrize("dtype, search", [("float32", "strong_wolfe"), ("float64", None)])
+def test_a_checkpointed_run_resumes_bit_for_bit(compiled, tmp_path, dtype, search):
+    """Checkpoints were refused with L-BFGS (its history would be lost). They keep it now: 2 epochs, then 2 more
+    resumed from the checkpoint, give the losses and weights of 4 epochs in one run bit for bit (a history of 3
+    pairs, full by then); a run with other L-BFGS arguments does not resume it."""
+    suffix = "32" if dtype == "float32" else ""
+    data = gradc.training.OneBatch(_batch(0, dtype))
+
+    def trainer(**arguments):
+        lbfgs = gradc.LBFGS(max_iter=4, history_size=3, line_search_fn=search, **arguments)
+        made = gradc.Trainer(compiled / f"net{suffix}.pb", LBFGS_DATA / f"net{suffix}_startup.pb", lbfgs=lbfgs)
+        made.scope.vars.update((name, value.astype(dtype)) for name, value in INIT.items())
+        return made
+
+    straight = trainer()
+    whole = straight.fit(data, epochs=4)
+    trainer().fit(data, epochs=2, checkpoint_dir=tmp_path / "run")
+    resumed = trainer()
+    tail = resumed.fit(data, epochs=4, resume=tmp_path / "run")
+    assert tail.steps == whole.steps and len(whole.steps) == 4
+    assert resumed.lbfgs.iterations == straight.lbfgs.iterations and len(resumed.lbfgs._steps) == 3
+    for param in META["params"]:
+        np.testing.assert_array_equal(resumed.scope[param], straight.scope[param])
+    with pytest.raises(gradc.GradcError, match="other settings.*history_size"):
+        trainer(tolerance_grad=1e-5).fit(data, epochs=4, resume=tmp_path / "run")
 
 
 @settings(max_examples=40, deadline=None)

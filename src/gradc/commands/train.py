@@ -126,10 +126,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
     lbfgs = None if lbfgs_spec is None else parse_lbfgs(lbfgs_spec)
-    for given, option in ((lr_schedule, "--lr and --lr-schedule"), (checkpoint_dir or resume,
-                                                                     "--checkpoint-dir and --resume")):
-        if lbfgs and given:   # L-BFGS steps by its line search, and its history is not in a checkpoint
-            raise click.UsageError(f"{option}: not with --lbfgs")
+    if lbfgs and lr_schedule:   # L-BFGS steps by its line search
+        raise click.UsageError("--lr and --lr-schedule: not with --lbfgs")
     if lr_schedule in KINDS:
         raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
                                f"compile (with --decay-steps N); gradc train then needs no schedule")

@@ -29,6 +29,13 @@ from .history import default_fetch
 from .programs import updates_parameters
 
 C1, C2, MAX_LINE_SEARCH, BRACKET_TOLERANCE = 1e-4, 0.9, 25, 1e-9
+PREFIX = "@lbfgs@/"   # a checkpoint's arrays of L-BFGS's history; no var of a Paddle program is named so
+
+
+def split_lbfgs(values: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A checkpoint's arrays: (the vars' values, L-BFGS's state without the prefix)."""
+    state = {name[len(PREFIX):]: value for name, value in values.items() if name.startswith(PREFIX)}
+    return {name: value for name, value in values.items() if not name.startswith(PREFIX)}, state
 
 
 class LBFGS:
@@ -57,6 +64,32 @@ class LBFGS:
         self._steps: deque = deque(maxlen=history_size)       # (s, y, 1 / y.s), oldest first
         self._direction = self._alpha = self._last_grad = None
         self._scale = None       # y.s / y.y of the newest pair: the initial inverse Hessian's diagonal
+
+    def settings(self) -> dict:
+        """Its arguments: a checkpoint's history is resumed only by an L-BFGS of the same ones."""
+        return {name: getattr(self, name) for name in ("learning_rate", "max_iter", "max_eval", "tolerance_grad",
+                                                       "tolerance_change", "history_size", "line_search_fn")}
+
+    def checkpoint_values(self) -> dict[str, np.ndarray]:
+        """Where it stands, as a checkpoint's arrays: the counters, the last direction, step and gradient, and each
+        remembered pair (s, y, 1 / y.s) with the Hessian's scale, so that a resumed run takes the same steps."""
+        values = {PREFIX + "counts": np.array([self.iterations, self.evaluations], np.int64)}
+        last = {"direction": self._direction, "last_grad": self._last_grad, "scale": self._scale,
+                # a Python float step scales the direction as one of its dtype does
+                "alpha": None if self._alpha is None else np.asarray(self._alpha, self._direction.dtype)}
+        values.update((PREFIX + name, np.asarray(value)) for name, value in last.items() if value is not None)
+        for k, pair in enumerate(self._steps):
+            values.update((f"{PREFIX}{part}/{k}", np.asarray(value)) for part, value in zip(("s", "y", "rho"), pair))
+        return values
+
+    def resume(self, values: dict[str, np.ndarray]) -> None:
+        """Continue from a checkpoint's arrays (checkpoint_values without its prefix)."""
+        self.iterations, self.evaluations = (int(count) for count in values["counts"])
+        self._direction, self._last_grad = values.get("direction"), values.get("last_grad")
+        self._alpha, self._scale = (values[name][()] if name in values else None for name in ("alpha", "scale"))
+        pairs = sum(name.startswith("s/") for name in values)
+        self._steps.clear()
+        self._steps.extend((values[f"s/{k}"], values[f"y/{k}"], values[f"rho/{k}"][()]) for k in range(pairs))
 
     def step(self, evaluate, x: np.ndarray) -> np.ndarray:
         """Up to ``max_iter`` iterations from ``x``; ``evaluate(x)`` gives (loss, gradient) there. The new position."""

@@ -36,12 +36,11 @@ from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
-from .lbfgs import LBFGS, program_objective
+from .lbfgs import LBFGS, program_objective, split_lbfgs
 from .params import checked_param, run_startup
 from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
-NO_LBFGS_CHECKPOINTS = "no checkpoints with L-BFGS: they would not keep its history of steps"
 
 
 class Trainer:
@@ -152,8 +151,6 @@ class Trainer:
         """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
         evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
         end with the best epoch's model parameters (gradc.training.best); return the history."""
-        if self.lbfgs is not None and (checkpoint_dir or resume):
-            raise GradcError(NO_LBFGS_CHECKPOINTS)
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
@@ -165,6 +162,7 @@ class Trainer:
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {}),
+                    **({"lbfgs": self.lbfgs.settings()} if self.lbfgs is not None else {}),
                     **({"early_stop": early_stop, "monitor": early.monitor} if early else {})}
         self._settings = settings
         if resume is not None:
@@ -245,14 +243,14 @@ class Trainer:
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
                  "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
         best = self.early_stopping.checkpoint_values() if self.early_stopping else {}
-        save_checkpoint(directory, {**self.persistable_values(), **best}, state)
+        lbfgs = self.lbfgs.checkpoint_values() if self.lbfgs is not None else {}
+        save_checkpoint(directory, {**self.persistable_values(), **best, **lbfgs}, state)
         return self.step
 
     def save_checkpoint(self, directory) -> None:
         """A checkpoint of where the last ``fit`` stands (after an interruption, say), which ``resume=`` continues."""
-        if self._settings is None or self.lbfgs is not None:
-            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands" if self.lbfgs is None
-                             else NO_LBFGS_CHECKPOINTS)
+        if self._settings is None:
+            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands")
         self._save(checkpoint_directory(directory), self._settings)
 
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
@@ -270,6 +268,7 @@ class Trainer:
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
         values, best = split_best(values)
+        values, lbfgs = split_lbfgs(values)
         values = checked_checkpoint(self.program, values, path)
         saved = state.get("settings") or {}
         changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
@@ -280,6 +279,8 @@ class Trainer:
         for name, value in values.items():
             self.scope[name] = value
         self.epoch, self.batch, self.step = state["epoch"], state["batch"], state["step"]
+        if self.lbfgs is not None:
+            self.lbfgs.resume(lbfgs)
         if self.paddle_stream:
             randomness.restore(state["random"])
         self.history = History.from_state(self.fetch, state.get("history") or {})
