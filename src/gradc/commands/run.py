@@ -187,11 +187,6 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
     or the check could not run (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
     error."""
-    with held_notes():   # a check that fails says one line
-        _check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, test_mode, as_json)
-
-
-def _check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, test_mode, as_json):
     from ..amp_loss import unscaled_loss
     from ..backward import default_loss
     from ..backward.ungraded import warn_ungraded
@@ -202,17 +197,16 @@ def _check(program, feed, params, startups, losses, wrt, max_elements, direction
     whole = prog = load(program)
     if test_mode:
         set_test_mode(prog)
-    compiled = None
+    compiled = note = None   # the note said once the check has run: a check that cannot run says one line
     if updates_parameters(prog) and (forward := checkable_forward_part(prog)) is not None:
         # Paddle's minimize program, saved as it trains, has no forward program beside it: check its forward part
-        warnings.warn(f"'{program}' is a training program: checking its forward part (its backward and optimizer "
-                      f"ops left out)", GradcNotice, stacklevel=2)
+        note = f"'{program}' is a training program: checking its forward part (its backward and optimizer ops left out)"
         prog = forward
     elif (any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, losses)
           and (forward := checkable_forward_part(prog)) is not None):
         # a compiled program without an optimizer (an attack's input gradient): the gradients it writes are checked
-        warnings.warn(f"'{program}' has a backward: checking the gradients it computes against central differences "
-                      f"of its forward part", GradcNotice, stacklevel=2)
+        note = (f"'{program}' has a backward: checking the gradients it computes against central differences of its "
+                f"forward part")
         compiled, prog = prog, forward
     if updates_parameters(prog):   # each forward run of the comparison would move the parameters it differentiates
         raise GradcError(f"'{program}' is already a training program (it has optimizer ops, which would move the "
@@ -231,6 +225,8 @@ def _check(program, feed, params, startups, losses, wrt, max_elements, direction
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions,
                                     compiled=compiled)
+    if note:
+        warnings.warn(note, GradcNotice, stacklevel=2)
     if not wrt:   # a parameter with no gradient is checked by no row: say which and why
         warn_ungraded(prog.global_block, [c.var for c in checks], losses)
     if as_json:
