@@ -243,5 +243,6 @@ def test_check_names_the_op_without_a_gradient_that_parts_numeric_and_compiled(t
     assert run.returncode == 1
     assert "conv2d_5.b_0" in run.stdout and run.stdout.count("MISMATCH") == 1
     assert run.stderr.strip().endswith("for conv2d_6.b_0; the loss depends on them through ops without a gradient "
-                                       "(Paddle defines none), a part central differences count and the compiled "
-                                       "gradient does not: box_coder (block 0, op 28)")
+                                       "(Paddle defines none) or inputs that get none (a loss's label, as in Paddle), "
+                                       "a part central differences count and the compiled gradient does not: "
+                                       "box_coder (block 0, op 28)")

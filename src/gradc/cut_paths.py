@@ -10,7 +10,8 @@ from .pairing import FORWARD, SHAPE_READERS, op_kinds
 
 def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[str]:
     """'TYPE (block 0, op I)' for each forward op with no gradient that reads a float value computed from one of
-    ``names`` and writes one the losses are computed from."""
+    ``names`` and writes one the losses are computed from; 'TYPE (block 0, op I) input SLOT' where such an op has a
+    gradient but reads that value through a slot that gets none (a loss's Label, as in Paddle)."""
     forward = [(index, op) for (index, op), kind in zip(enumerate(block.ops), op_kinds(block)) if kind == FORWARD]
     feeds_loss = set(losses)
     for _, op in reversed(forward):
@@ -23,9 +24,13 @@ def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[
             continue
         depends |= set(op.output_names())
         opdef = registry.get(op.type)
-        if (opdef is not None and opdef.grad is registry.NO_GRAD and op.type not in SHAPE_READERS
-                and feeds_loss & set(op.output_names())):
+        if opdef is None or op.type in SHAPE_READERS or not feeds_loss & set(op.output_names()):
+            continue
+        if opdef.grad is registry.NO_GRAD:
             found.append(f"{op.type} (block 0, op {index})")
+        elif opdef.differentiable:
+            found += [f"{op.type} (block 0, op {index}) input {slot}" for slot, args in op.inputs.items()
+                      if slot in opdef.no_grad_inputs and read & set(args)]
     return found
 
 

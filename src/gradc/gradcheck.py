@@ -20,6 +20,7 @@ from .central_differences import directional_derivatives, numeric_grad, random_d
 from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
+from .executor.randomness import same_draws
 from .float64_copies import float64_copy
 from .gradcheck_verdicts import Mismatch, directional_verdict, element_mismatch
 from .ir import DIFFERENTIABLE_DTYPES, Program, grad_name, to_var_type
@@ -183,7 +184,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     if unknown:
         raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
                              f"Python), initialise them with --startup, or feed them")
-    executor = Executor()
+    run = same_draws(Executor().run)   # a random op (a VAE's noise, dropout) draws the same values at every run
 
     def scope() -> Scope:
         s = Scope()
@@ -195,14 +196,14 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     known = dict(param_values)
     if activations:   # one forward run for their values, only where one is checked
         known.update((name, np.array(value, order="C"))
-                     for name, value in zip(activations, executor.run(program, fed(), activations, scope())))
+                     for name, value in zip(activations, run(program, fed(), activations, scope())))
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
-    analytic.update(zip(computed, executor.run(train, fed(), [grad_of(n) for n in computed], scope())))
+    analytic.update(zip(computed, run(train, fed(), [grad_of(n) for n in computed], scope())))
 
     cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
-    held_values = dict(zip(held, executor.run(program, fed(), held, scope()))) if held else {}
+    held_values = dict(zip(held, run(program, fed(), held, scope()))) if held else {}
     cuts = {}   # each activation's own cut: fed one, the loss still depends on the others through it
     for name in activations:
         cuts[name], shared = cut_at(cut, [name])
@@ -214,7 +215,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     def objective_of(name: str):
         def objective() -> float:
             feed = {key: value for key, value in fed().items() if key not in cuts or key == name}
-            outs = executor.run(cuts.get(name, cut), {**feed, **held_values}, losses, scope())
+            outs = run(cuts.get(name, cut), {**feed, **held_values}, losses, scope())
             return float(sum(np.sum(value) for value in outs))
         return objective
 

@@ -48,9 +48,11 @@ def _topk(ctx, param, value: str) -> list[int]:
               "(default: its one array the model does not read).")
 @click.option("--topk", default="1", show_default=True, callback=_topk, metavar="K[,K...]",
               help="Accuracy counts an example right when its label is among the K best-scored classes.")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
+              "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, topk, as_json,
+def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, topk, seed, as_json,
              strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
@@ -60,7 +62,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                             fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
-                               label=label, topk=topk, strict=strict_params)
+                               label=label, topk=topk, strict=strict_params, seed=seed)
     if as_json:
         click.echo(json.dumps(results))
         return

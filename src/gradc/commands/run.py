@@ -13,7 +13,7 @@ import numpy as np
 
 from ..bfloat16 import round_parameters
 from ..errors import GradcError, GradcNotice
-from ..executor import Executor, Scope
+from ..executor import Executor, Scope, randomness
 from ..executor.feeding import program_inputs
 from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
@@ -179,9 +179,13 @@ def _program_and_values(startup_help: str):
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 @click.option("--test-mode", is_flag=True, help="Dropout and batch norm in test mode, as compile --test-mode.")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
+              "as paddle.seed(N) does, before the startup programs. Every run of the comparison draws what the first "
+              "draws (a VAE's noise, dropout's mask), with or without it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: the loss, each var checked, and "
               "each mismatch as a problem naming its var.")
-def check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, test_mode, as_json):
+def check(program, feed, params, startups, losses, wrt, max_elements, directions, rtol, atol, test_mode, seed,
+          as_json):
     """Check a program's compiled gradients against central differences, in float64.
 
     Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
@@ -215,6 +219,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
     wrt = matching(wrt, list(prog.global_block.vars), "--wrt", "var of block 0")
+    if seed is not None:
+        randomness.seed(seed)
     values = initialised_values(startups)
     values.update(load_params(params, prog))
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
@@ -244,8 +250,9 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
         cut = gradientless_ops(prog.global_block, bad, losses)
-        why = (f"; the loss depends on them through ops without a gradient (Paddle defines none), a part central "
-               f"differences count and the compiled gradient does not: {', '.join(cut)}" if cut else "")
+        why = (f"; the loss depends on them through ops without a gradient (Paddle defines none) or inputs that get "
+               f"none (a loss's label, as in Paddle), a part central differences count and the compiled gradient "
+               f"does not: {', '.join(cut)}" if cut else "")
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{why}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences ({differentiated})")

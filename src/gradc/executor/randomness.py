@@ -95,3 +95,15 @@ def restore(state: dict) -> None:
     engines[0] = Engine.restored(state["engine"])
     generators[0] = np.random.default_rng()
     generators[0].bit_generator.state = state["generator"]
+
+
+def same_draws(run):
+    """``run`` made to draw, at every call, what its first call draws: both streams are put back before each call to
+    where they stand now (a gradient check's runs then differentiate one sample of the noise, as the compiled gradient
+    does)."""
+    start = snapshot()
+
+    def replayed(*args, **kwargs):
+        restore(start)
+        return run(*args, **kwargs)
+    return replayed

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ExecutionError, FeedError, GradcError
-from ..executor import Executor, Scope
+from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
@@ -122,18 +122,21 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              batch_size: int | None = 32, fetch: Sequence[str] | None = None,
              loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
-             executor: Executor | None = None) -> dict:
+             executor: Executor | None = None, seed: int | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
-    scalar by name. The data is checked before the first batch."""
+    scalar by name. The data is checked before the first batch. ``seed``: random ops without a seed of their own (a
+    VAE's noise) draw, from the startup programs on, what they draw after paddle.seed(seed)."""
     from ..io import load
     from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
     program = program if isinstance(program, Program) else load(program)
     scope, executor = Scope() if scope is None else scope, executor or Executor()
+    if seed is not None:
+        randomness.seed(seed)
     for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
         run_startup(executor, init, scope)
     if params is not None:
