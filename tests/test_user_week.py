@@ -55,12 +55,19 @@ def test_export_feed_of_an_npz_file_says_to_name_its_arrays_with_input(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("inputs, said", [
-    ((), "Missing option '--input' (the model's input var names; gradc info lists them)"),
-    (("--input", "x", "--feed", "x"), "give the model's inputs with --input alone (--feed is its old spelling)"),
-])
-def test_export_without_inputs_or_with_both_spellings_is_a_usage_error(tmp_path, inputs, said):
-    assert said in _usage_error(_export(tmp_path, *inputs))
+def test_export_with_both_spellings_is_a_usage_error(tmp_path):
+    said = "give the model's inputs with --input alone (--feed is its old spelling)"
+    assert said in _usage_error(_export(tmp_path, "--input", "x", "--feed", "x"))
+
+
+def test_export_without_the_input_its_fetches_need_names_it_and_writes_nothing(tmp_path):
+    """No --input is a model without inputs (a sampler: tests/test_user_week31.py); fetches that need one name it."""
+    done = _export(tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == ("gradc: error: the fetches need 'x', which is neither fed nor computed from the feeds (feed "
+                           "it: --input x on the command line, feeds= in Python; or fetch something that does not "
+                           "depend on it)\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_memory_counts_a_saved_models_fed_inputs_as_inputs(tmp_path):

@@ -16,7 +16,8 @@ training, evaluation and sampling programs share it:
   paddle.normal(0, 1, [8, 4]) through the inverse couplings) and flow_inverse.pb (the inverse of a fed z).
 - meta.json: the vars' names, Paddle's losses per step; *_init.npz the parameters after the startup program,
   *_trained.npz after 6 Adam steps of 8 examples, *_grads.npz step 1's gradients (and step 1's eps), *_eval.npz the
-  evaluation (test loss / ELBO, the VAE's after paddle.seed(231); bits per dim) and the samples (paddle.seed(131) before each sampling run).
+  evaluation (test loss / ELBO, the VAE's after paddle.seed(231); bits per dim) and the samples (paddle.seed(131)
+  before each sampling run).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week31.py tests/data/paddle/user_week31
 """
@@ -85,7 +86,8 @@ def vae_loss(x, eps=None):
 def coupling_nets(masked, k: int):
     """The k-th coupling's log-scale (tanh-bounded) and shift from the masked half."""
     hidden = paddle.tanh(linear(FLOW_DIM, FLOW_HIDDEN, f"c{k}_h")(masked))
-    return paddle.tanh(linear(FLOW_HIDDEN, FLOW_DIM, f"c{k}_s")(hidden)), linear(FLOW_HIDDEN, FLOW_DIM, f"c{k}_t")(hidden)
+    log_scale = paddle.tanh(linear(FLOW_HIDDEN, FLOW_DIM, f"c{k}_s")(hidden))
+    return log_scale, linear(FLOW_HIDDEN, FLOW_DIM, f"c{k}_t")(hidden)
 
 
 def flow_loss(x):
@@ -170,7 +172,7 @@ def train(exe, scope, programs, names, data, seed) -> dict:
         record["losses"].append(float(fetched[0]))
         if step == 0:
             record["grads"] = {p + "@GRAD": g for p, g in zip(params, fetched[1:1 + len(params)])}
-            record["grads"].update({"eps": e for e in fetched[1 + len(params):]})
+            record["grads"].update(dict(zip(["eps"], fetched[1 + len(params):])))
     record["trained"] = values(scope, params)
     return record
 
@@ -179,12 +181,13 @@ def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
-    meta = {"steps": STEPS, "batch": BATCH, "seeds": {"vae": VAE_SEED, "flow": FLOW_SEED, "sample": SAMPLE_SEED, "eval": EVAL_SEED}}
+    meta = {"steps": STEPS, "batch": BATCH,
+            "seeds": {"vae": VAE_SEED, "flow": FLOW_SEED, "sample": SAMPLE_SEED, "eval": EVAL_SEED}}
     vae_x, flow_x = vae_data(TRAIN + TEST), flow_data(TRAIN + TEST)
-    np.savez(out / "vae_data.npz", x=vae_x[:TRAIN])
-    np.savez(out / "vae_test.npz", x=vae_x[TRAIN:])
-    np.savez(out / "flow_data.npz", x=flow_x[:TRAIN])
-    np.savez(out / "flow_test.npz", x=flow_x[TRAIN:])
+    np.savez_compressed(out / "vae_data.npz", x=vae_x[:TRAIN])
+    np.savez_compressed(out / "vae_test.npz", x=vae_x[TRAIN:])
+    np.savez_compressed(out / "flow_data.npz", x=flow_x[:TRAIN])
+    np.savez_compressed(out / "flow_test.npz", x=flow_x[TRAIN:])
     for model, (programs, names), data, seed in [("vae", vae_programs(), vae_x, VAE_SEED),
                                                  ("flow", flow_programs(), flow_x, FLOW_SEED)]:
         scope = paddle.static.Scope()
@@ -210,10 +213,10 @@ def main(out: Path) -> None:
         meta[model] = {**names, "losses": record["losses"],
                        "test_loss": float(evaluated["test_loss"]),
                        "bits_per_dim": float(evaluated["bpd"]) if "bpd" in evaluated else None}
-        np.savez(out / f"{model}_init.npz", **record["init"])
-        np.savez(out / f"{model}_trained.npz", **record["trained"])
-        np.savez(out / f"{model}_grads.npz", **record["grads"])
-        np.savez(out / f"{model}_eval.npz", **evaluated)
+        np.savez_compressed(out / f"{model}_init.npz", **record["init"])
+        np.savez_compressed(out / f"{model}_trained.npz", **record["trained"])
+        np.savez_compressed(out / f"{model}_grads.npz", **record["grads"])
+        np.savez_compressed(out / f"{model}_eval.npz", **evaluated)
         for name, program in programs.items():
             write_gz(out / f"{model}_{name}.pb", without_callstacks(program))
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

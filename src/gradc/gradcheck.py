@@ -23,7 +23,7 @@ from .executor import Executor, LoDTensor, Scope
 from .executor.randomness import same_draws
 from .float64_copies import float64_copy
 from .gradcheck_verdicts import Mismatch, directional_verdict, element_mismatch
-from .ir import DIFFERENTIABLE_DTYPES, Program, grad_name, to_var_type
+from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_name, grad_name, to_var_type
 from .optimizers.base import last_gradients
 
 
@@ -177,6 +177,11 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     if undeclared:
         raise GradcheckError(f"no var {', '.join(map(repr, undeclared))} in block 0 of the program to check the "
                              f"gradient of (--wrt, wrt= in Python)")
+    dtypes = {name: program.global_block.find_var(name).dtype for name in wrt}
+    unfloated = [f"{name} ({dtype_name(dtype)})" for name, dtype in dtypes.items()
+                 if dtype not in DIFFERENTIABLE_DTYPES]
+    if unfloated:   # perturbed, a shape or an index would be another program: no derivative to compare
+        raise GradcheckError(f"no gradient of {', '.join(unfloated)}: only float vars have one (--wrt, wrt= in Python)")
     written = {name for op in program.global_block.ops for name in op.output_names()}
     valueless = [name for name in wrt if name not in values and name not in param_values]
     activations = [name for name in valueless if name in written]
@@ -211,6 +216,11 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             raise GradcheckError(f"cannot check the gradient of {name} (--wrt): {', '.join(shared)} also writes vars "
                                  f"the rest reads, which a run without it would lack")
     values.update({name: known[name] for name in activations})
+    for name in set(activations) - set(computed) if compiled is None else ():   # a constant's output (Normal(0,
+        alone, grad_alone, _ = _with_backward(cuts[name], None, loss)               # 1)'s scale): a leaf of its cut
+        if alone.global_block.find_var(grad_alone(name)) is not None:
+            fed_alone = {key: value for key, value in fed().items() if key not in cuts or key == name}
+            analytic[name] = run(alone, {**fed_alone, **held_values}, [grad_alone(name)], scope())[0]
 
     def objective_of(name: str):
         def objective() -> float:

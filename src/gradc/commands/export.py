@@ -60,7 +60,8 @@ def _input_options(path: str) -> str:
               help="The prefix: writes PREFIX.pdmodel (or PREFIX.json) and PREFIX.pdiparams.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME",
               help="An input var of the exported model (a var the fetches depend on; gradc info lists a program's "
-                   "inputs). Repeatable, in order. NAME=NEW gives it the name Paddle's Predictor is to see.")
+                   "inputs). Repeatable, in order; none for a model that takes no input (a sampler drawing its own "
+                   "noise). NAME=NEW gives it the name Paddle's Predictor is to see.")
 @click.option("--feed", "old_feeds", multiple=True, metavar="NAME", hidden=True,
               help="The old spelling of --input (elsewhere --feed is an .npz of values).")
 @click.option("--fetch", "fetches", multiple=True, required=True, metavar="NAME",
@@ -78,8 +79,6 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     fetches need from the inputs, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
     feeds = _inputs(inputs, old_feeds)
-    if not feeds:
-        raise click.UsageError("Missing option '--input' (the model's input var names; gradc info lists them).")
     prog = load(program)
     rename = {}
     feeds, fetches = _renamed(prog, feeds, rename), _renamed(prog, fetches, rename)
@@ -96,4 +95,4 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
                       "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
     seen = [(name, rename.get(name, name)) for name in feeds], [(name, rename.get(name, name)) for name in fetches]
     inputs, outputs = (", ".join(new if new == old else f"{old} as {new}" for old, new in names) for names in seen)
-    click.echo(f"wrote {model_path} (inputs {inputs}; fetches {outputs}) and {params_path}")
+    click.echo(f"wrote {model_path} (inputs {inputs or 'none: a sampler'}; fetches {outputs}) and {params_path}")

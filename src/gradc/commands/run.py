@@ -18,6 +18,7 @@ from ..executor.feeding import program_inputs
 from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
+from ..ir import DIFFERENTIABLE_DTYPES
 from ..training.params import initialised_values, read_values, require_values, run_startup
 from .json_output import emit, held_notes
 from .loss_option import loss_option
@@ -218,7 +219,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, losses):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
-    wrt = matching(wrt, list(prog.global_block.vars), "--wrt", "var of block 0")
+    wrt = matching(wrt, [name for name, var in prog.global_block.vars.items() if var.dtype in DIFFERENTIABLE_DTYPES],
+                   "--wrt", "float var of block 0")
     if seed is not None:
         randomness.seed(seed)
     values = initialised_values(startups)
