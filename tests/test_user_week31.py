@@ -123,6 +123,27 @@ def test_check_of_an_integer_var_is_one_error_line(files):
     assert "differ from central differences for x;" in every.stderr   # the BCE's label, as above
 
 
+def test_info_of_a_sampler_says_compile_needs_a_loss(files):
+    """Before, `gradc info vae_sample.pb` (no loss: z through the decoder) said "forward program: gradc compile appends
+    its backward", and compile then refused it ("cannot pick the loss by itself")."""
+    lines = _ok(gradc_cli("info", files / "vae_sample.pb")).stdout.splitlines()
+    assert lines[1] == ("kind: forward program without a loss gradc picks: gradc run runs it; gradc compile needs "
+                        "--loss NAME")
+    assert "loss: none (no float scalar the program could minimise)" in lines
+    assert gradc_cli("compile", files / "vae_sample.pb", "-o", files / "none.pb").returncode == 1
+
+
+def test_flows_step_one_gradients_are_paddles(files):
+    """No noise in the flow's loss: gradc's gradients at Paddle's initial weights are Paddle's step-1 ones to 1e-6
+    (8.3e-7; the largest is 3.4)."""
+    from gradc.gradcheck import compare_program
+    analytic, checks = compare_program(gradc.load(files / "flow_forward.pb"), dict(np.load(files / "flow_feed.npz")),
+                                       None, None, dict(np.load(files / "flow_init.npz")), max_elements=2)
+    paddle = np.load(files / "flow_grads.npz")
+    assert len(analytic) == 24
+    assert max(float(np.abs(value - paddle[name + "@GRAD"]).max()) for name, value in analytic.items()) < 1e-6
+
+
 @pytest.mark.parametrize("model, lr", [("vae", "0.01"), ("flow", "0.005")])
 def test_compiled_and_paddles_training_programs_train_as_paddle(files, model, lr):
     """compile --optimizer adam of the forward, and Paddle's own minimize program, trained from Paddle's startup with
