@@ -224,7 +224,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if seed is not None:
         randomness.seed(seed)
     values = initialised_values(startups)
-    values.update(load_params(params, prog))
+    values.update(load_params(params, whole))   # a training program's file holds its optimizer state too
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
