@@ -216,8 +216,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             raise GradcheckError(f"cannot check the gradient of {name} (--wrt): {', '.join(shared)} also writes vars "
                                  f"the rest reads, which a run without it would lack")
     values.update({name: known[name] for name in activations})
-    for name in set(activations) - set(computed) if compiled is None else ():   # a constant's output (Normal(0,
-        alone, grad_alone, _ = _with_backward(cuts[name], None, loss)               # 1)'s scale): a leaf of its cut
+    # a var a constant op writes (Normal(0, 1)'s scale) has no gradient in the whole program: a leaf of its own cut
+    for name in set(activations) - set(computed) if compiled is None else ():
+        alone, grad_alone, _ = _with_backward(cuts[name], None, loss)
         if alone.global_block.find_var(grad_alone(name)) is not None:
             fed_alone = {key: value for key, value in fed().items() if key not in cuts or key == name}
             analytic[name] = run(alone, {**fed_alone, **held_values}, [grad_alone(name)], scope())[0]
