@@ -33,6 +33,10 @@ from .name_globs import input_gradients, matching, with_gradients
               "inference model paddle.jit.save wrote): append cross-entropy (F.cross_entropy against integer class "
               "labels) or mse of its output, against a new input --label.")
 @click.option("--label", default="label", show_default=True, help="With --add-loss: the name of the labels' input.")
+@click.option("--class-axis", type=int, default=-1, show_default=True, help="With --add-loss cross-entropy: the "
+              "output's axis of classes (1 for a segmentation model's [N, C, H, W], its labels [N, 1, H, W]).")
+@click.option("--ignore-index", type=int, metavar="N", help="With --add-loss cross-entropy: labels N count in no loss "
+              "and the mean is over the others (a segmentation map's 255 borders), as F.cross_entropy's ignore_index.")
 @click.option("--loss-of", metavar="NAME", help="With --add-loss: the output it scores (default: the model's one "
               "output).")
 @click.option("--train-mode", is_flag=True, help="Train a saved model's dropout and batch norm as the model trains in "
@@ -57,9 +61,9 @@ from .name_globs import input_gradients, matching, with_gradients
               "and the warnings (which stderr shows too).")
 @memory_options
 @optimizer_options
-def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, params, no_grad, wrt, test_mode,
-            extra_passes, startup_out, no_verify, as_json, recompute, recompute_budget, accumulate,
-            **optimizer_settings):
+def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_index, loss_of, train_mode, params,
+            no_grad, wrt, test_mode, extra_passes, startup_out, no_verify, as_json, recompute, recompute_budget,
+            accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program.
 
     Exit codes: 0 it wrote the program; 1 it could not (one 'gradc: error:' line on stderr, nothing written; with
@@ -68,6 +72,9 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
     if not add_loss_kind and (loss_of or label != "label"):
         raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
+    if add_loss_kind != "cross-entropy" and (class_axis != -1 or ignore_index is not None):
+        raise click.UsageError(f"{'--class-axis' if class_axis != -1 else '--ignore-index'}: only with --add-loss "
+                               f"cross-entropy")
     if train_mode and test_mode:
         raise click.UsageError("give --train-mode or --test-mode, not both")
     if as_json and is_stdout(output):
@@ -90,7 +97,7 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         prog = load(program)
         ops_before = prog.num_ops()
         if add_loss_kind:
-            losses = [_add_loss(prog, add_loss_kind, label, loss_of, say)]
+            losses = [_add_loss(prog, add_loss_kind, label, loss_of, say, class_axis, ignore_index)]
         if train_mode or add_loss_kind:
             _say_mode(prog, train_mode, say)
         params = matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
@@ -165,13 +172,22 @@ def compile(program, output, losses, add_loss_kind, label, loss_of, train_mode, 
         say(undecayed)
 
 
-def _add_loss(prog, kind: str, label: str, loss_of: str | None, say) -> str:
+def _add_loss(prog, kind: str, label: str, loss_of: str | None, say, axis: int, ignore_index: int | None) -> str:
     """--add-loss: the parameters marked where the file marks none, and the loss appended; its name."""
     marked = mark_parameters(prog.global_block)
     if marked:
         say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
-    loss = add_loss(prog, kind, label, loss_of)
-    say(f"added the loss {loss}: {kind} of {loss_of or 'the output'} against the input {label}")
+    loss = add_loss(prog, kind, label, loss_of, axis, ignore_index)
+    scored = ""
+    if kind == "cross-entropy":   # the classes counted, so a segmentation output scored along its width shows
+        block = prog.global_block
+        op = next(op for op in reversed(block.ops) if op.type == "softmax_with_cross_entropy")
+        classes = block.var(op.input("Logits")[0]).shape[op.attr("axis")]
+        ignored = "" if ignore_index is None else f", {ignore_index} ignored"
+        scored = f" of shape {block.var(label).shape} ({classes} classes along axis {op.attr('axis')}{ignored})"
+        if axis == -1 and len(block.var(label).shape) == 4:
+            scored += "; the classes of scores [N, C, H, W] are along axis 1: --class-axis 1"
+    say(f"added the loss {loss}: {kind} of {loss_of or 'the output'} against the input {label}{scored}")
     return loss
 
 

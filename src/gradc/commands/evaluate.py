@@ -46,14 +46,16 @@ def _topk(ctx, param, value: str) -> list[int]:
               "accuracy op's output, ...). Repeatable.")
 @click.option("--label", help="The data's array of class labels, for the accuracy of a model without a loss "
               "(default: its one array the model does not read).")
+@click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a segmentation "
+              "map's 255 borders; default: the loss op's ignore_index).")
 @click.option("--topk", default="1", show_default=True, callback=_topk, metavar="K[,K...]",
               help="Accuracy counts an example right when its label is among the K best-scored classes.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, topk, seed, as_json,
-             strict_params):
+def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, topk,
+             seed, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
@@ -62,7 +64,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                             fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
-                               label=label, topk=topk, strict=strict_params, seed=seed)
+                               label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index)
     if as_json:
         click.echo(json.dumps(results))
         return

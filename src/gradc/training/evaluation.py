@@ -7,7 +7,10 @@ this, so their numbers agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
-read (or the array ``label`` names). An example is right at top-k when fewer than k classes score above its label."""
+read (or the array ``label`` names), the classes along the axis the labels' shape leaves out (the last, or a
+segmentation map's 1: scores [N, C, H, W], labels [N, 1, H, W] or [N, H, W]). An example (a pixel) is right at top-k
+when fewer than k classes score above its label; one labelled ``ignore_index`` (the loss op's, or the one given: a
+segmentation map's 255 borders) is not counted."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
+from .accuracy import class_axis, top_k_hits
 from .chunk_metrics import chunk_ratios, set_ratios
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
@@ -38,7 +42,8 @@ class EvalPlan:
     losses: list[str] = field(default_factory=list)   # several: the loss is their sum
     scores: str | None = None          # class scores (accuracy), along ``axis``
     label: str | None = None           # the data's array of class labels
-    axis: int = -1
+    axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)
+    ignore_index: int | None = None    # labels not counted
     topk: list[int] = field(default_factory=list)
 
 
@@ -83,6 +88,7 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
     for found in sorted(classifiers(forward), key=lambda found: found.index not in direct):
         if found.label in names and (label is None or label == found.label):
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
+            result.ignore_index = found.ignore_index
             return
     block, given = forward.global_block, label
     targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
@@ -93,7 +99,7 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
     elif label not in names:
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
     if len(scores) == 1 and label is not None:
-        result.scores, result.label = scores[0], label
+        result.scores, result.label, result.axis = scores[0], label, None
     elif len(scores) == 1 and not result.scalars:   # nothing else to report: say what the data lacks
         unread = [name for name in names if block.find_var(name) is None]
         lacking = (f"several arrays it does not read could be them ({', '.join(unread)}): pick one with --label NAME"
@@ -122,14 +128,15 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              batch_size: int | None = 32, fetch: Sequence[str] | None = None,
              loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
-             executor: Executor | None = None, seed: int | None = None) -> dict:
+             executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
-    scalar by name. The data is checked before the first batch. ``seed``: random ops without a seed of their own (a
-    VAE's noise) draw, from the startup programs on, what they draw after paddle.seed(seed)."""
+    scalar by name. Labels equal to ``ignore_index`` (default: the loss op's) are left out of the accuracy. The data
+    is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
+    startup programs on, what they draw after paddle.seed(seed)."""
     from ..io import load
     from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
@@ -152,7 +159,12 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
                evaluated=True)
     if evaluation.label:
-        _check_scored_labels(program, evaluation, _arrays(data)[evaluation.label], data)
+        labels = _arrays(data)[evaluation.label]
+        if evaluation.axis is None:
+            evaluation.axis = class_axis(_declared(evaluation.program, evaluation.scores), np.shape(labels))
+        if ignore_index is not None:
+            evaluation.ignore_index = ignore_index
+        _check_scored_labels(program, evaluation, labels, data)
     classes = _classes(evaluation)
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
@@ -173,20 +185,24 @@ def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: D
     item = getattr(data, "item", "feed var")
     check_indices(program, {evaluation.label: labels}, data.source, item)
     classes = _classes(evaluation)
-    # a loss op's ignore_index (padding in a tagger's labels) is left out of the accuracy, as of the loss
-    ignore = next((found.ignore_index for found in classifiers(program)
-                   if found.label == evaluation.label and found.scores == evaluation.scores), None)
+    # an ignore_index (padding in a tagger's labels, a segmentation map's borders) is left out of the accuracy
+    ignore = evaluation.ignore_index
     bad = out_of_range(labels, classes, ignore) if classes > 0 else None
     if bad is not None:
-        allowed = f"0 to {classes - 1}" + (f", or {ignore} (its ignore_index)" if ignore is not None else "")
+        allowed = f"0 to {classes - 1}" + (f", or {ignore} (the ignore_index)" if ignore is not None else
+                                           " (--ignore-index N leaves the labels N out, a segmentation map's 255)")
         raise label_error(data.source, item, evaluation.label, bad,
                           f"the model's output '{evaluation.scores}' scores {classes} classes", allowed)
 
 
 def _classes(evaluation: EvalPlan) -> int:
     """The class count the scores' declared shape gives (-1: unknown)."""
-    shape = getattr(evaluation.program.global_block.find_var(evaluation.scores), "shape", None) or []
+    shape = _declared(evaluation.program, evaluation.scores)
     return shape[evaluation.axis] if shape else -1
+
+
+def _declared(program: Program, name: str) -> list[int]:
+    return list(getattr(program.global_block.find_var(name), "shape", None) or [])
 
 
 def _arrays(data: Dataset | OneBatch) -> dict:
@@ -243,17 +259,12 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
 
 
 def _top_k_hits(scores, labels: np.ndarray, evaluation: EvalPlan, source: str) -> tuple[dict[int, int], int]:
-    scores = np.moveaxis(np.asarray(scores, dtype=np.float64), evaluation.axis, -1)
-    classes = scores.shape[-1]
-    scores = scores.reshape(-1, classes)
-    labels = labels.reshape(-1)
-    if labels.dtype.kind not in "iu" or len(labels) != len(scores):
-        raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {len(labels)} values) does not label the "
-                         f"{len(scores)} rows of class scores '{evaluation.scores}' (give integer class labels)")
-    valid = (labels >= 0) & (labels < classes)   # an ignore_index label is left out, as by the loss
-    scores, labels = scores[valid], labels[valid]
-    above = (scores > scores[np.arange(len(labels)), labels][:, None]).sum(axis=1)
-    return {k: int((above < k).sum()) for k in evaluation.topk}, len(labels)
+    counted = top_k_hits(scores, labels, evaluation.axis, evaluation.ignore_index, evaluation.topk)
+    if counted is None:
+        raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {labels.size} values) does not label the "
+                         f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
+                         f"labels)")
+    return counted
 
 
 def _auc_counts(program: Program) -> tuple[list[str], set[str]]:

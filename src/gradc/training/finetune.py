@@ -4,8 +4,10 @@ test mode undone. (Not add_loss.py: a module named as its function shadows it in
 
     loss = add_loss(program, "cross-entropy", label="label")   # the mean cross entropy of the model's one output
 
-cross-entropy is Paddle's F.cross_entropy over the last axis against integer class labels of shape [..., 1]; an output
-a softmax op writes is scored through that softmax's input (the same loss, without the log of a rounded probability).
+cross-entropy is Paddle's F.cross_entropy over the last axis (or ``axis``: 1 for a segmentation output [N, C, H, W])
+against integer class labels of the output's shape with 1 there ([N, 1, H, W]), its mean over the labels other than
+``ignore_index`` (a segmentation map's 255 borders) when one is given; an output a softmax op writes is scored through
+that softmax's input (the same loss, without the log of a rounded probability).
 mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program. A
 legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
 reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then. A saved model
@@ -24,9 +26,10 @@ from ..ops.infer import InferContext
 KINDS = ("cross-entropy", "mse")
 
 
-def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label", output: str | None = None) -> str:
+def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label", output: str | None = None,
+             axis: int = -1, ignore_index: int | None = None) -> str:
     """Append ``kind``'s loss of ``output`` (default: the model's one fetch target) against the new input ``label``
-    to block 0; return the loss var (a float scalar)."""
+    to block 0, cross-entropy's classes along ``axis``; return the loss var (a float scalar)."""
     if kind not in KINDS:
         raise GradcError(f"unknown loss '{kind}' to add (known: {', '.join(KINDS)})")
     block = program.global_block
@@ -51,16 +54,21 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
         squares = _fresh(block, "mse", var.shape, var.dtype)
         block.append_op("square", {"X": [errors]}, {"Out": [squares]}, {})
         return _mean(block, squares, var.dtype)
-    if len(var.shape) < 2:
-        raise GradcError(f"the output '{output}' is {var.shape}: cross-entropy scores classes along the last axis "
-                         f"of an output of rank 2 or more")
-    block.create_var(label, [*var.shape[:-1], 1], VarType.INT64, need_check_feed=True).stop_gradient = True
-    logits = _softmax_input(block, output)
+    if len(var.shape) < 2 or not 1 <= axis % max(len(var.shape), 1) < len(var.shape):
+        raise GradcError(f"the output '{output}' is {var.shape}: cross-entropy scores classes along an axis after "
+                         f"the batch's (the last, or --class-axis) of an output of rank 2 or more")
+    axis %= len(var.shape)
+    label_shape = [*var.shape[:axis], 1, *var.shape[axis + 1:]]
+    block.create_var(label, label_shape, VarType.INT64, need_check_feed=True).stop_gradient = True
+    logits = _softmax_input(block, output, axis)
     probabilities = _fresh(block, "cross_entropy", var.shape, var.dtype)
-    losses = _fresh(block, "cross_entropy", [*var.shape[:-1], 1], var.dtype)
+    losses = _fresh(block, "cross_entropy", label_shape, var.dtype)
     block.append_op("softmax_with_cross_entropy", {"Logits": [logits], "Label": [label]},
-                    {"Softmax": [probabilities], "Loss": [losses]}, {"axis": -1})
-    return _mean(block, losses, var.dtype)
+                    {"Softmax": [probabilities], "Loss": [losses]},
+                    {"axis": axis, **({} if ignore_index is None else {"ignore_index": ignore_index})})
+    if ignore_index is None:
+        return _mean(block, losses, var.dtype)
+    return _mean_of_counted(block, losses, label, ignore_index, var.dtype)
 
 
 def mark_parameters(block: Block) -> list[str]:
@@ -138,11 +146,11 @@ def _one_output(block: Block) -> str:
     return targets[0]
 
 
-def _softmax_input(block: Block, output: str) -> str:
-    """The logits a softmax over the last axis turned into ``output``, else ``output`` itself."""
+def _softmax_input(block: Block, output: str, axis: int) -> str:
+    """The logits a softmax over ``axis`` turned into ``output``, else ``output`` itself."""
     writers = [op for op in block.ops if output in op.output_names()]
-    last_axis = (-1, len(block.var(output).shape) - 1)
-    if len(writers) == 1 and writers[0].type == "softmax" and writers[0].attr("axis", -1) in last_axis:
+    rank = len(block.var(output).shape)
+    if len(writers) == 1 and writers[0].type == "softmax" and writers[0].attr("axis", -1) % rank == axis:
         return writers[0].input("X")[0]
     return output
 
@@ -150,6 +158,27 @@ def _softmax_input(block: Block, output: str) -> str:
 def _mean(block: Block, values: str, dtype) -> str:
     loss = _fresh(block, "mean", [], dtype)
     block.append_op("reduce_mean", {"X": [values]}, {"Out": [loss]}, {"reduce_all": True, "dim": [], "keep_dim": False})
+    return loss
+
+
+def _mean_of_counted(block: Block, losses: str, label: str, ignore_index: int, dtype) -> str:
+    """The losses' sum over the number of labels other than ``ignore_index`` (at least one), as F.cross_entropy's
+    mean leaves the ignored ones out."""
+    total = _fresh(block, "sum", [], dtype)
+    block.append_op("reduce_sum", {"X": [losses]}, {"Out": [total]}, {"reduce_all": True, "dim": [], "keep_dim": False})
+    ignored = _fresh(block, "fill_constant", [1], VarType.INT64)
+    block.append_op("fill_constant", {}, {"Out": [ignored]},
+                    {"shape": [1], "dtype": int(VarType.INT64), "value": float(ignore_index)})
+    kept = _fresh(block, "not_equal", block.var(label).shape, VarType.BOOL)
+    block.append_op("not_equal", {"X": [label], "Y": [ignored]}, {"Out": [kept]}, {"axis": -1})
+    ones = _fresh(block, "cast", block.var(label).shape, dtype)
+    block.append_op("cast", {"X": [kept]}, {"Out": [ones]}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(dtype)})
+    count, one = _fresh(block, "sum", [], dtype), _fresh(block, "fill_constant", [], dtype)
+    block.append_op("reduce_sum", {"X": [ones]}, {"Out": [count]}, {"reduce_all": True, "dim": [], "keep_dim": False})
+    block.append_op("fill_constant", {}, {"Out": [one]}, {"shape": [], "dtype": int(dtype), "value": 1.0})
+    at_least_one, loss = _fresh(block, "max", [], dtype), _fresh(block, "mean", [], dtype)
+    block.append_op("elementwise_max", {"X": [count], "Y": [one]}, {"Out": [at_least_one]}, {"axis": -1})
+    block.append_op("elementwise_div", {"X": [total], "Y": [at_least_one]}, {"Out": [loss]}, {"axis": -1})
     return loss
 
 

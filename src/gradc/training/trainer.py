@@ -144,11 +144,12 @@ class Trainer:
         return self._eval_plans[names]
 
     # ------------------------------------------------------------------ the loop
-    def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
-            steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
-            resume=None, reporter: Reporter | None = None, early_stop: int | None = None,
-            monitor: str | None = None) -> History:
-        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
+    def fit(self, data, *, epochs: int | None = None, batch_size: int = 32, shuffle: bool = False,
+            drop_last: bool = False, steps: int | None = None, eval_data=None, checkpoint_dir=None,
+            checkpoint_every: int | None = None, resume=None, reporter: Reporter | None = None,
+            early_stop: int | None = None, monitor: str | None = None) -> History:
+        """Train until ``epochs`` epochs (or ``steps`` steps, in all; ``steps`` alone: as many epochs as they span,
+        as ``gradc train --steps``; neither: one epoch) are done, or, with ``early_stop`` N, until the
         evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
         end with the best epoch's model parameters (gradc.training.best); return the history."""
         if early_stop is not None and (eval_data is None or not self.fetch):
@@ -171,6 +172,7 @@ class Trainer:
         batches = data.batch_count(batch_size, drop_last)
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
+        epochs = epochs if epochs is not None else -(-steps // batches) if steps else 1
         self.check_data(data, eval_data, batch_size, drop_last)
         if self.schedule is not None:   # a schedule that ends (OneCycleLR) refuses a run too long before its first step
             self.schedule(min(epochs * batches, steps or epochs * batches) - 1)
