@@ -139,12 +139,17 @@ SCHEDULES: dict[str, type[Schedule]] = {cls.__name__: cls for cls in (
     CosineAnnealingWarmRestarts, ReduceOnPlateau)}
 
 
-def make(name: str, **arguments) -> Schedule:
-    """Paddle's scheduler ``name`` (CosineAnnealing may drop its Decay) with Paddle's argument names."""
+def _schedule_class(name: str) -> type[Schedule]:
     cls = SCHEDULES.get(name) or SCHEDULES.get(name + "Decay")
     if cls is None:
         raise GradcError(f"unknown learning-rate schedule '{name}'{_did_you_mean(name, SCHEDULES)} (known: "
                          f"{', '.join(sorted(SCHEDULES))})")
+    return cls
+
+
+def make(name: str, **arguments) -> Schedule:
+    """Paddle's scheduler ``name`` (CosineAnnealing may drop its Decay) with Paddle's argument names."""
+    cls = _schedule_class(name)
     accepted = inspect.signature(cls).parameters
     listed = f"its arguments: {', '.join(accepted)}"
     for given in arguments:
@@ -166,10 +171,18 @@ def _did_you_mean(name: str, known) -> str:
 
 
 def _call(tree: ast.expr):
-    """A schedule of a Name(arg=value, ...) node, whose values may be schedules themselves (LinearWarmup's
-    learning_rate=CosineAnnealingDecay(...), as PaddleOCR's and PaddleDetection's configs nest them)."""
-    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args:
-        return make(tree.func.id, **{kw.arg: _call(kw.value) for kw in tree.keywords})
+    """A schedule of a Name(value, ..., arg=value, ...) node, positional values in the order of Paddle's class, whose
+    values may be schedules themselves (LinearWarmup's learning_rate=CosineAnnealingDecay(...), as PaddleOCR's and
+    PaddleDetection's configs nest them)."""
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and None not in [kw.arg for kw in tree.keywords]:
+        names = list(inspect.signature(_schedule_class(tree.func.id)).parameters)
+        if len(tree.args) > len(names) or any(isinstance(arg, ast.Starred) for arg in tree.args):
+            raise GradcError(f"schedule {tree.func.id} takes at most {len(names)} values: {', '.join(names)}")
+        given = [kw.arg for kw in tree.keywords if kw.arg in names[:len(tree.args)]]
+        if given:
+            raise GradcError(f"schedule {tree.func.id}: {given[0]} given twice, by position and by name")
+        return make(tree.func.id, **dict(zip(names, map(_call, tree.args))),
+                    **{kw.arg: _call(kw.value) for kw in tree.keywords})
     return ast.literal_eval(tree)
 
 
