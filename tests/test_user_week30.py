@@ -128,6 +128,24 @@ def test_pir_exports_run_to_paddle_inference(files, name):
     assert "ConvertPirAttribute2RuntimeAttribute" in META["pir"]["predictor_failures"][f"{name}_onednn"]
 
 
+@pytest.mark.parametrize("name", ["unet", "deeplab"])
+def test_pir_training_programs_train_as_in_paddle(files, name):
+    """Paddle's PIR training programs (minimize in PIR mode, the host-stepped PolynomialDecay) from their startup
+    programs seeded as paddle.seed(30) (--paddle-stream): Paddle's 5 losses to 1e-6 relative and its weights (each
+    var's sum of |value|) to 1e-5 (biases ahead of batch norm: 1e-6 absolute, or aside with AdamW)."""
+    run = gradc_cli("train", files / f"{name}_pir_train.json", "--startup", files / f"{name}_pir_startup.json",
+                    "--paddle-stream", "--seed", "30", "--data", files / "data.npz", "--batch-size", "4", "--steps",
+                    "5", "--lr-schedule", SCHEDULES[name], "--fetch", "loss", "--log-every", "1", "--json",
+                    "--save-params", files / f"{name}_pir_gradc.npz")
+    assert run.returncode == 0, run.stderr
+    losses = [json.loads(line)["values"]["loss"] for line in run.stdout.splitlines() if '"event": "step"' in line]
+    paddle = META["pir"]["train"][name]
+    np.testing.assert_allclose(losses, paddle["losses"], rtol=1e-6)
+    weights = np.load(files / f"{name}_pir_gradc.npz")
+    for var in sorted(set(paddle["final"]) - NOISE_DRIVEN):
+        assert float(np.abs(weights[var]).sum()) == pytest.approx(paddle["final"][var], rel=1e-5, abs=1e-6), var
+
+
 def _pixel_accuracy(name: str) -> float:
     confusion = np.array(META[name]["confusion"])
     return float(np.trace(confusion) / confusion.sum())
@@ -155,9 +173,9 @@ def test_evaluate_scores_an_exported_segmentation_model_per_pixel(files):
     assert (own["acc_top1"], own["acc_top2"]) == (results["acc_top1"], results["acc_top2"])
     refused = gradc_cli("evaluate", files / "unet_pir.json", *args[:2], "--data", files / "test.npz")
     assert refused.returncode == 1 and refused.stdout == ""
-    assert refused.stderr == (f"gradc: error: data '{files / 'test.npz'}': array 'label' holds the label 255 (example 1), but "
-                              "the model's output 'fetch_name_0' scores 4 classes: a label is 0 to 3 (--ignore-index "
-                              "N leaves the labels N out, a segmentation map's 255)\n")
+    assert refused.stderr == (f"gradc: error: data '{files / 'test.npz'}': array 'label' holds the label 255 "
+                              f"(example 1), but the model's output 'fetch_name_0' scores 4 classes: a label is 0 to "
+                              f"3 (--ignore-index N leaves the labels N out, a segmentation map's 255)\n")
 
 
 def test_class_axis_of_scores_and_labels():

@@ -4,7 +4,8 @@ saved by paddle.static.save_inference_model (deeplab_pir.json gzipped), both in 
 NAME_final.npz; Paddle Inference's outputs of the test images, with oneDNN (its CPU default) and without
 (predictor_pir.npz, the first two test images), and the eval-mode U-Net's F.cross_entropy(axis=1,
 ignore_index=255) of the test set with its head's weight gradient (unet_ce, unet_ce_head_grad);
-meta.json's pir.layers names each model's parameters in the saved files by layer..
+meta.json's pir.layers names each model's parameters in the saved files by layer. And both models trained in PIR
+static mode (NAME_pir_train.json, NAME_pir_startup.json; Paddle's losses and weights' sums, meta.json's pir.train)..
 
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week30_pir.py tests/data/paddle/user_week30
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle_user_week30 import IGNORE, SIZE, DeepLab, UNet, write_gz
+from paddle.base import core
+from paddle_user_week30 import BATCH, IGNORE, SIZE, STEPS, TRAIN, DeepLab, UNet, adamw, losses, momentum, write_gz
 
 
 def with_weights(model, values, layers: dict) -> None:
@@ -43,6 +45,41 @@ def predictions(model_file: str, params_file: str, x: np.ndarray, failures: dict
             continue
         outputs[key] = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     return outputs
+
+
+def pir_training(out: Path) -> dict:
+    """Both models trained in PIR static mode by Paddle's minimize, as in the legacy script (paddle.seed(30) before
+    each, the same batches): NAME_pir_train.json and NAME_pir_startup.json gzipped, the loss fetched as "loss";
+    Paddle's losses and each trained parameter's and statistic's sum of |value|."""
+    found = {}
+    data = np.load(out / "data.npz")
+    for name, model_class, make_optimizer in (("unet", UNet, momentum), ("deeplab", DeepLab, adamw)):
+        paddle.seed(30)
+        main_prog, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main_prog, startup):
+            x = paddle.static.data("x", [-1, 3, SIZE, SIZE], "float32")
+            label = paddle.static.data("label", [-1, 1, SIZE, SIZE], "int64")
+            model = model_class()
+            loss = losses(model(x), label)[2]
+            optimizer, schedule = make_optimizer()
+            optimizer.minimize(loss)
+            paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+        with tempfile.TemporaryDirectory() as saved:
+            for kind, program in (("train", main_prog), ("startup", startup)):
+                core.serialize_pir_program(program, f"{saved}/{kind}.json", True, False, True)
+                write_gz(out / f"{name}_pir_{kind}.json", Path(f"{saved}/{kind}.json").read_bytes())
+        exe, scope, steps = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope(), []
+        with paddle.static.scope_guard(scope):
+            exe.run(startup)
+            for step in range(STEPS):
+                batch = slice(step * BATCH % TRAIN, step * BATCH % TRAIN + BATCH)
+                steps.append(float(exe.run(main_prog, feed={"x": data["x"][batch], "label": data["label"][batch]},
+                                           fetch_list=[])[0]))
+                schedule.step()
+            final = {param.name: float(np.abs(np.array(scope.var(param.name).get_tensor())).sum())
+                     for param in model.state_dict().values()}
+        found[name] = {"losses": steps, "final": final}
+    return found
 
 
 def main(out: Path) -> None:
@@ -78,8 +115,10 @@ def main(out: Path) -> None:
         write_gz(out / "deeplab_pir.json", Path(f"{saved}/deeplab.json").read_bytes())
         for key, value in predictions(f"{saved}/deeplab.json", f"{saved}/deeplab.pdiparams", x, failures).items():
             outputs[f"deeplab_{key}"] = value
+    with paddle.utils.unique_name.guard():   # named afresh, as in the legacy script
+        trained = pir_training(out)
     np.savez_compressed(out / "predictor_pir.npz", **outputs)
-    meta["pir"] = {"outputs": sorted(outputs), "predictor_failures": failures,
+    meta["pir"] = {"outputs": sorted(outputs), "predictor_failures": failures, "train": trained,
                    "layers": {name: {key: param.name for key, param in model.state_dict().items()}
                               for name, model in (("unet", unet), ("deeplab", deeplab))}}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
