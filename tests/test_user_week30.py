@@ -131,8 +131,9 @@ def test_pir_exports_run_to_paddle_inference(files, name):
 @pytest.mark.parametrize("name", ["unet", "deeplab"])
 def test_pir_training_programs_train_as_in_paddle(files, name):
     """Paddle's PIR training programs (minimize in PIR mode, the host-stepped PolynomialDecay) from their startup
-    programs seeded as paddle.seed(30) (--paddle-stream): Paddle's 5 losses to 1e-6 relative and its weights (each
-    var's sum of |value|) to 1e-5 (biases ahead of batch norm: 1e-6 absolute, or aside with AdamW)."""
+    programs seeded as paddle.seed(30) (--paddle-stream): Paddle's 5 losses to 2e-6 relative (7.4e-7 measured, at
+    DeepLab's step 2, after AdamW's first noise-driven step) and its weights (each var's sum of |value|) to 1e-5
+    (biases ahead of batch norm: 1e-6 absolute, or aside with AdamW)."""
     run = gradc_cli("train", files / f"{name}_pir_train.json", "--startup", files / f"{name}_pir_startup.json",
                     "--paddle-stream", "--seed", "30", "--data", files / "data.npz", "--batch-size", "4", "--steps",
                     "5", "--lr-schedule", SCHEDULES[name], "--fetch", "loss", "--log-every", "1", "--json",
@@ -140,7 +141,7 @@ def test_pir_training_programs_train_as_in_paddle(files, name):
     assert run.returncode == 0, run.stderr
     losses = [json.loads(line)["values"]["loss"] for line in run.stdout.splitlines() if '"event": "step"' in line]
     paddle = META["pir"]["train"][name]
-    np.testing.assert_allclose(losses, paddle["losses"], rtol=1e-6)
+    np.testing.assert_allclose(losses, paddle["losses"], rtol=2e-6)
     weights = np.load(files / f"{name}_pir_gradc.npz")
     for var in sorted(set(paddle["final"]) - NOISE_DRIVEN):
         assert float(np.abs(weights[var]).sum()) == pytest.approx(paddle["final"][var], rel=1e-5, abs=1e-6), var
@@ -176,6 +177,19 @@ def test_evaluate_scores_an_exported_segmentation_model_per_pixel(files):
     assert refused.stderr == (f"gradc: error: data '{files / 'test.npz'}': array 'label' holds the label 255 "
                               f"(example 1), but the model's output 'fetch_name_0' scores 4 classes: a label is 0 to "
                               f"3 (--ignore-index N leaves the labels N out, a segmentation map's 255)\n")
+
+
+def test_evaluate_leaves_out_an_ignore_index_inside_the_class_range(files):
+    """A loss op's ignore_index of 0 (the background left out) is left out of the accuracy as of the loss; before,
+    only labels outside 0 .. C-1 were: the accuracy is that of Paddle's confusion matrix without its row 0."""
+    program = gradc.load(files / "unet_forward.pb")
+    (op,) = [op for op in program.global_block.ops if op.type == "softmax_with_cross_entropy"]
+    op.set_attr("ignore_index", 0)
+    test = np.load(files / "test.npz")
+    data = {"x": test["x"], "label": np.where(test["label"] == 255, 0, test["label"])}
+    results = gradc.evaluate(program, data, files / "unet_final.npz")
+    confusion = np.array(META["unet"]["confusion"])
+    assert results["acc"] == pytest.approx(np.trace(confusion[1:, 1:]) / confusion[1:].sum(), abs=1e-12)
 
 
 def test_class_axis_of_scores_and_labels():
