@@ -179,13 +179,15 @@ def _add_loss(prog, kind: str, label: str, loss_of: str | None, say, axis: int, 
         say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
     loss = add_loss(prog, kind, label, loss_of, axis, ignore_index)
     scored = ""
-    if kind == "cross-entropy":   # the classes counted, so a segmentation output scored along its width shows
-        block = prog.global_block
+    shape = prog.global_block.var(label).shape
+    if kind == "cross-entropy" and (len(shape) > 2 or axis != -1 or ignore_index is not None):
+        # the classes counted, so an image's scores taken along its width show
+        block, along = prog.global_block, axis % len(shape)
         op = next(op for op in reversed(block.ops) if op.type == "softmax_with_cross_entropy")
-        classes = block.var(op.input("Logits")[0]).shape[op.attr("axis")]
+        classes = block.var(op.input("Logits")[0]).shape[along]
         ignored = "" if ignore_index is None else f", {ignore_index} ignored"
-        scored = f" of shape {block.var(label).shape} ({classes} classes along axis {op.attr('axis')}{ignored})"
-        if axis == -1 and len(block.var(label).shape) == 4:
+        scored = f" of shape {shape} ({classes} classes along axis {along}{ignored})"
+        if axis == -1 and len(shape) == 4:
             scored += "; the classes of scores [N, C, H, W] are along axis 1: --class-axis 1"
     say(f"added the loss {loss}: {kind} of {loss_of or 'the output'} against the input {label}{scored}")
     return loss

@@ -65,7 +65,8 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
     losses = _fresh(block, "cross_entropy", label_shape, var.dtype)
     block.append_op("softmax_with_cross_entropy", {"Logits": [logits], "Label": [label]},
                     {"Softmax": [probabilities], "Loss": [losses]},
-                    {"axis": axis, **({} if ignore_index is None else {"ignore_index": ignore_index})})
+                    {"axis": -1 if axis == len(var.shape) - 1 else axis,   # the last: -1, as F.cross_entropy writes it
+                     **({} if ignore_index is None else {"ignore_index": ignore_index})})
     if ignore_index is None:
         return _mean(block, losses, var.dtype)
     return _mean_of_counted(block, losses, label, ignore_index, var.dtype)
