@@ -215,6 +215,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         if shared:
             raise GradcheckError(f"cannot check the gradient of {name} (--wrt): {', '.join(shared)} also writes vars "
                                  f"the rest reads, which a run without it would lack")
+        # fed now, it is declared as its value: Paddle may have declared it off (affine_grid's of a shape tensor)
+        cuts[name].global_block.var(name).shape = list(known[name].shape)
     values.update({name: known[name] for name in activations})
     # a var a constant op writes (Normal(0, 1)'s scale) has no gradient in the whole program: a leaf of its own cut
     for name in set(activations) - set(computed) if compiled is None else ():

@@ -106,6 +106,9 @@ class OpDef:
     # input slots whose declared dtype Paddle's converts leave stale (QuantWeightPass stores a weight declared float32
     # as int8, which the kernel takes): a persistable read through one alone may hold an int8 value
     int8_stored_inputs: frozenset[str] = frozenset()
+    # output slots Paddle declares with a made-up rank where a shape tensor gives their dims (affine_grid's Output
+    # of an OutputShape, [-1, -1, -1, -1, 3] for a 2-D grid): checks carry the inferred shape instead
+    runtime_rank_outputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

@@ -3,7 +3,8 @@ the declared vars), as one-line problems naming block, op and var (gradc.verify 
 
 A var an op rewrites in place with another shape (Paddle's Dirac initializer flattens a weight, scatters into it and
 reshapes it back) is declared with its last writer's shape only: until that writer, its readers are checked against
-the shape the op before them gave it."""
+the shape the op before them gave it. An output Paddle declares with a made-up rank (OpDef.runtime_rank_outputs) is
+carried with its inferred shape, and so is every output whose declaration Paddle derived from such a var's."""
 
 from __future__ import annotations
 
@@ -129,10 +130,11 @@ class _Reshaped:
     """The vars of a block that its ops so far left with another shape than their declaration's, which a later
     op of the block rewrites; in a while body, the vars the loop carries, their dims unknown."""
 
-    __slots__ = ("block", "shapes", "carried", "_last_writers")
+    __slots__ = ("block", "shapes", "carried", "misdeclared", "_last_writers")
 
     def __init__(self, block, carried: frozenset = frozenset()):
         self.block, self.carried, self._last_writers = block, carried, None
+        self.misdeclared = set()   # vars whose declaration Paddle made up, or derived from a made-up one
         self.shapes = {name: [-1] * len(var.shape) for name in carried
                        if (var := block.find_var(name)) is not None and var.shape is not None}
 
@@ -167,6 +169,8 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
         return
     ctx, results = inferred
     own, outputs = block.vars, op.outputs
+    opdef = registry.get(op.type)
+    derived = bool(reshaped.misdeclared) and not reshaped.misdeclared.isdisjoint(op.input_names())
     for slot, result in results.items():
         for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
             var = own.get(name) or block.find_var(name)
@@ -178,7 +182,9 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
                     reshaped.shapes[name] = [-1] * len(shape)
             elif declared is not None and shape is not None and declared != shape and not shape_fits(
                     declared, shape, block.program.version, op.type == "fill_constant"):
-                if not reshaped.written_after(idx, name):
+                if derived or slot in opdef.runtime_rank_outputs:
+                    reshaped.misdeclared.add(name)
+                elif not reshaped.written_after(idx, name):
                     ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
                 reshaped.shapes[name] = shape
             elif reshaped.shapes:

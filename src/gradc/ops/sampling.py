@@ -3,8 +3,9 @@
 affine_grid maps the pixel centres of an [N, C, H, W] (or [N, C, D, H, W]) output through Theta [N, 2, 3]
 ([N, 3, 4]): Output[n, h, w] = Theta[n] @ (x_w, y_h, 1), with x, y (and z) evenly spaced over [-1, 1] (with
 align_corners: the corner pixels' centres at -1 and 1; without: their outer edges). The OutputShape tensor, where
-given, replaces the output_shape attribute; N always comes from Theta, as in Paddle. A single pixel along a dim
-sits at 0 (Paddle 3.3.1 gives NaN there with align_corners: it divides by size - 1).
+given, replaces the output_shape attribute; N always comes from Theta, as in Paddle (whose legacy programs then
+declare Output [-1, -1, -1, -1, 3], a 3-D grid's rank, whatever Theta: gradc carries the shape Theta gives). A single
+pixel along a dim sits at 0 (Paddle 3.3.1 gives NaN there with align_corners: it divides by size - 1).
 
 grid_sampler reads X [N, C, H, W] at Grid [N, H_out, W_out, 2] (x then y, in [-1, 1]), 5-D with a third
 coordinate z; mode bilinear or nearest (round half to even), padding_mode zeros (outside reads 0), border (clamp)
@@ -128,7 +129,8 @@ def _temporal_shift_infer(ctx):
 
 
 defop("affine_grid", ["Theta", "OutputShape?"], ["Output"], attrs={"output_shape": [], "align_corners": True},
-      infer=_affine_grid_infer, no_grad_inputs=["OutputShape"], grad=grad_op("Theta", "OutputShape"))
+      infer=_affine_grid_infer, no_grad_inputs=["OutputShape"], grad=grad_op("Theta", "OutputShape"),
+      runtime_rank_outputs=["Output"])
 GRID_SAMPLER = defop("grid_sampler", ["X", "Grid"], ["Output"],
                      attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": True},
                      infer=_grid_sampler_infer, grad=grad_op("X", "Grid"))
