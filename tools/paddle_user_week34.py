@@ -13,6 +13,7 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   padding mode and align_corners, and paddle.static.gradients of x and grid (_forward.pb: without); grid.npz: their feeds (grid points away from pixel lines and kinks) and Paddle's
   x@GRAD and grid@GRAD.
 
+pointnet/tied.npz: 4 test clouds with points 1 and 2 a copy of point 0, and Paddle's gradient of the loss at them.
 Each model: forward.pb (main.clone() before minimize; an accuracy op too), test.pb (for_test clone), init.npz (its
 startup's values), data.npz / test_data.npz, 6 Adam(0.01, weight_decay=1e-3) steps of batch 8: the losses in
 meta.json, trained.npz, and Paddle's test-mode logits of the test set (logits.npz).
@@ -140,6 +141,20 @@ def stn():
     return logits, label, loss
 
 
+def tied_points_gradient(exe, forward, loss_name: str, test_data: dict, folder: Path) -> None:
+    """Paddle's gradient of the PointNet loss with respect to 4 test clouds whose points 1 and 2 repeat point 0: a
+    three-way tie in every channel of both maxes over the points."""
+    tied = {key: value[:4].copy() for key, value in test_data.items()}
+    tied["points"][:, 1:3] = tied["points"][:, :1]
+    program = forward.clone()
+    with paddle.static.program_guard(program, paddle.static.Program()):
+        points = program.global_block().var("points")
+        points.stop_gradient = False
+        (grad,) = paddle.static.gradients(program.global_block().var(loss_name), points)
+    (value,) = exe.run(program, feed=tied, fetch_list=[grad])
+    np.savez(folder / "tied.npz", **tied, grad=value)
+
+
 def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -> dict:
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 34
@@ -164,6 +179,8 @@ def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -
             losses.append(float(value))
         np.savez(folder / "trained.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
         test_logits, test_accuracy = exe.run(test, feed=test_data, fetch_list=[logits.name, accuracy.name])
+        if name == "pointnet":
+            tied_points_gradient(exe, forward, loss.name, test_data, folder)
     np.savez(folder / "logits.npz", logits=test_logits)
     np.savez_compressed(folder / "data.npz", **data)
     np.savez_compressed(folder / "test_data.npz", **test_data)

@@ -138,8 +138,9 @@ def _loss(program: Program) -> tuple[str | None, str]:
         return loss, "its op's op_role marks it the loss"
     seeded = seeded_losses(block)
     if seeded:
-        return seeded[0], ("the backward starts from it, a PIR program's seed (a fill_any_like of ones) reading it; "
-                           f"gradc train reports {'it' if len(seeded) == 1 else ', '.join(seeded)}")
+        return seeded[0], ("the backward starts from it: a fill_any_like of ones reads it, the seed of "
+                           f"paddle.static.gradients and of PIR programs; gradc train reports "
+                           f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
     if len(candidates) == 1:
         return candidates[0], "gradc compile picks it by itself"

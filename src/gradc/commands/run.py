@@ -229,7 +229,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
     with naming_feed(feed):
-        _, checks = compare_program(prog, feed_arrays(feed, prog), list(wrt) or None, loss,
+        _, checks = compare_program(prog, model_inputs(prog, feed_arrays(feed, prog), feed), list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions,
                                     compiled=compiled)

@@ -33,19 +33,19 @@ def feed_arrays(feed: str | None, prog) -> dict:
 
 
 def model_inputs(prog, feeds: dict, path: str | None) -> dict:
-    """A saved model (feed ops, or a PIR file's fetch ops: PIR feeds through data ops) given all its inputs leaves out
-    other arrays of the feed (the labels of a test set), as Paddle's executor does, with a warning naming them; any
-    other program refuses them when it runs."""
+    """A program given all its inputs leaves out other arrays of the feed, as Paddle's executor does, with a warning
+    naming them: those that name no var of it (a label beside a PointNet's points), and of a saved model (feed ops, or
+    a PIR file's fetch ops: PIR feeds through data ops) also outputs named as columns (the labels of a test set)."""
     block = prog.global_block
     saved = feed_ops(block.ops) or any(op.type == "fetch" for op in block.ops)
     inputs = program_inputs(block)
-    if not saved or not set(inputs) <= feeds.keys():
+    if not set(inputs) <= feeds.keys():
         return feeds   # a slip of a name is said by the run, with the name meant
-    written = {name for op in block.ops if op.type != "feed" for name in op.output_names()}
+    written = {name for op in block.ops if op.type != "feed" for name in op.output_names()} if saved else set()
     # an output named as a column (a label) is none of the inputs either; an added loss's label is read, not written
     extra = [name for name in feeds if block.find_var(name) is None or (name in written and name not in inputs)]
     if extra:
-        warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
-                      f"{', '.join(inputs)}): left out, as Paddle's executor leaves them out",
-                      GradcWarning, stacklevel=2)
+        warnings.warn(f"feed '{path}' holds arrays the {'model does not take' if saved else 'program does not read'} "
+                      f"({', '.join(extra)}; its inputs: {', '.join(inputs)}): left out, as Paddle's executor leaves "
+                      f"them out", GradcWarning, stacklevel=2)
     return {name: value for name, value in feeds.items() if name not in extra}
