@@ -10,8 +10,9 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
 - stn: a spatial-transformer step over 1x8x8 images of 3 classes: theta from a Linear (identity bias),
   F.affine_grid (its out_shape paddle.shape(x)), F.grid_sample (bilinear, border), Linear.
 - grid_<padding>_<align>.pb: float64 programs sum(w * F.grid_sample(x, grid, ...)) with x and grid fed, for each
-  padding mode and align_corners, and paddle.static.gradients of x and grid (_forward.pb: without); grid.npz: their feeds (grid points away from pixel lines and kinks) and Paddle's
-  x@GRAD and grid@GRAD.
+  padding mode and align_corners, and paddle.static.gradients of x and grid (_forward.pb: without); grid.npz: their
+  feeds (grid points away from pixel lines and kinks) and Paddle's x@GRAD and grid@GRAD; and Paddle's grid@GRAD at
+  grid points on pixel centres (kinks_*), a third of them on the last column or row.
 
 pointnet/tied.npz: 4 test clouds with points 1 and 2 a copy of point 0, and Paddle's gradient of the loss at them.
 Each model: forward.pb (main.clone() before minimize; an accuracy op too), test.pb (for_test clone), init.npz (its
@@ -136,7 +137,8 @@ def stn():
     theta = paddle.reshape(locator(paddle.flatten(x, 1)), [-1, 2, 3])
     grid = F.affine_grid(theta, paddle.shape(x), align_corners=False)
     warped = grid_sample(x, grid, "border", False)
-    logits = nn.Linear(64, 3)(paddle.reshape(warped, [-1, 64]))   # affine_grid of a shape tensor leaves the shape unknown
+    # reshape, not flatten: with out_shape a tensor, Paddle leaves the grid's and warped's shapes unknown
+    logits = nn.Linear(64, 3)(paddle.reshape(warped, [-1, 64]))
     loss = paddle.mean(F.cross_entropy(logits, label))
     return logits, label, loss
 
@@ -195,13 +197,16 @@ def grid_programs(out: Path, exe) -> dict:
     # grid points inside and past [-1, 1], each at least 0.1 pixel from a pixel line, a border and a reflection kink
     pixel = RNG.uniform(-1.5, 6.5, (2, 4, 3, 2)).round() + RNG.choice([-1, 1], (2, 4, 3, 2)) * RNG.uniform(
         0.15, 0.45, (2, 4, 3, 2))
+    # and points on pixel centres (kinks of every padding), a third of them on the last column or row
+    on_pixels = RNG.integers(0, [6, 5], (2, 4, 3, 2)).astype(np.float64)
+    on_pixels[:, :, 0, 0], on_pixels[:, 1, :, 1] = 5, 4
     feeds, grads = {"x": x}, {}
     weight = RNG.normal(size=(2, 2, 4, 3))
     for padding in ("zeros", "border", "reflection"):
         for align in (True, False):
             size = np.array([6, 5])   # grid's last axis is (x over width, y over height)
-            grid = pixel * 2 / (size - 1) - 1 if align else (2 * pixel + 1) / size - 1
-            feeds[f"grid_{align}"] = grid
+            grid, kinks = ((at * 2 / (size - 1) - 1 if align else (2 * at + 1) / size - 1) for at in (pixel, on_pixels))
+            feeds[f"grid_{align}"], feeds[f"kinks_{align}"] = grid, kinks
             main = paddle.static.Program()
             with paddle.static.program_guard(main, paddle.static.Program()):
                 xv = paddle.static.data("x", list(x.shape), "float64")
@@ -216,6 +221,7 @@ def grid_programs(out: Path, exe) -> dict:
             write_gz(out / f"grid_{key}_forward.pb", forward)
             grads[f"x_{key}"], grads[f"grid_{key}"], grads[f"loss_{key}"] = exe.run(
                 main, feed={"x": x, "grid": grid}, fetch_list=[grad_x, grad_grid, loss])
+            (grads[f"kinks_{key}"],) = exe.run(main, feed={"x": x, "grid": kinks}, fetch_list=[grad_grid])
     np.savez(out / "grid.npz", **feeds, **grads)
     return {"grid_loss": loss.name}
 
