@@ -75,6 +75,24 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
         assert np.abs(ours["conv3d_0.b_0"] - paddle["conv3d_0.b_0"]).max() < 2 * moved
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_the_compiled_training_program_is_paddles_op_for_op(files, model):
+    """gradc compile --optimizer adam --weight-decay 1e-3 writes Paddle's own minimize() program: the 3D CNN's 101
+    ops are the same (gradc diff), and the others differ only in the learning rate's name (Paddle's counter ran on
+    over the models built before in the same process) (no fault)."""
+    assert _train(files, model).returncode == 0
+    run = gradc_cli("diff", files / model / "train.pb", files / model / "train_gradc.pb")
+    changes = [line.strip() for line in run.stdout.splitlines()[1:]]
+    (paddles,) = {op.input("LearningRate")[0] for op in gradc.load(files / model / "train.pb").global_block.ops
+                  if op.type == "adam"}
+    if model == "cnn3d":
+        assert (run.returncode, changes) == (0, [])
+    else:
+        assert run.returncode == 1 and changes[:2] == [f"- var {paddles} : float32", "+ var learning_rate_0 : float32"]
+        assert all(line.endswith(f"input LearningRate: ['{paddles}'] -> ['learning_rate_0']") for line in changes[2:])
+        assert len(changes) == 2 + (10 if model == "pointnet" else 4)
+
+
 def test_paddles_stn_declares_a_5d_grid_which_gradc_carries_as_theta_gives_it(files):
     """The declaration gradc now carries past is Paddle's own (its legacy affine_grid of an OutputShape tensor), and
     grid_sampler's output, declared from it, 5-D too; gradc verify passes the program and gradc run gives Paddle's
