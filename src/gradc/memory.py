@@ -19,11 +19,12 @@ import numpy as np
 
 from .bfloat16 import STORAGE
 from .executor.liveness import deaths, referenced_names
-from .ir import EMPTY_VAR, Block, Program, VarType
+from .ir import EMPTY_VAR, Block, Program, VarType, grad_name
 from .ir.types import FLOAT8_DTYPES, NUMPY_DTYPE_NAMES
 from .memory_graph import graph_workspace
 from .memory_shapes import fed_shapes, rnn_buffer_shapes
 from .pairing import BACKWARD, op_kinds
+from .verify_shapes import carried_shapes
 
 ARRAY_TYPES = (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)
 # A kernel's own temporaries at their peak, in units of what it writes, for gradc's numpy kernels that make
@@ -78,7 +79,11 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
     program = block.program
     result = BlockMemory(block.idx, len(block.ops))
     sizes: dict[str, int] = {}
-    shapes = fed_shapes(block, feed) if feed else {}
+    # a declaration Paddle made up (affine_grid's 5-D grid of a 2-D one), and its gradient's copy of it, sized by the
+    # shape the value has
+    carried = carried_shapes(block)
+    shapes = {**carried, **{grad_name(name): shape for name, shape in carried.items()},
+              **(fed_shapes(block, feed) if feed else {})}
     shapes.update(rnn_buffer_shapes(block, shapes, batch_size))
 
     def size(name: str) -> int:

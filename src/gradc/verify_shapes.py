@@ -144,6 +144,18 @@ class _Reshaped:
         return self._last_writers.get(name, -1) > idx
 
 
+def carried_shapes(block) -> dict[str, list[int]]:
+    """The shapes the checks carry in place of declarations Paddle made up (OpDef.runtime_rank_outputs) or derived
+    from one: what the values hold, their unknown dims -1."""
+    reshaped = _Reshaped(block)
+    for idx, op in enumerate(block.ops):
+        try:
+            _check_inference(block, idx, op, reshaped)
+        except Exception:  # noqa: BLE001 - an op whose shapes cannot be read tells nothing about its outputs
+            continue
+    return {name: reshaped.shapes[name] for name in reshaped.misdeclared}
+
+
 def _reshaped_before(block, idx: int) -> _Reshaped:
     """The vars ops before ``idx`` left with another shape than their declaration's (which a later op restores)."""
     reshaped = _Reshaped(block)
