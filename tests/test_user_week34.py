@@ -76,6 +76,22 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_paddles_startup_program_run_by_gradc_gives_paddles_initial_weights(files, model):
+    """Paddle's own startup program (its initialisers seeded by the program's random_seed 34: KaimingUniform convs,
+    BatchNorm3D's ones and zeros, the STN's identity bias) run by gradc train gives Paddle's initial weights, so the
+    6 steps give its losses to 1e-6 without init.npz (no fault)."""
+    folder = files / model
+    assert _train(files, model).returncode == 0
+    run = gradc_cli("train", folder / "train_gradc.pb", "--startup", folder / "startup.pb", "--startup",
+                    folder / "train_gradc.startup.pb", "--data", folder / "data.npz", "--batch-size", 8, "--json",
+                    "--log-every", 1)
+    assert run.returncode == 0, run.stderr
+    losses = [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
+              if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META[model]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_the_compiled_training_program_is_paddles_op_for_op(files, model):
     """gradc compile --optimizer adam --weight-decay 1e-3 writes Paddle's own minimize() program: the 3D CNN's 101
     ops are the same (gradc diff), and the others differ only in the learning rate's name (Paddle's counter ran on

@@ -15,9 +15,9 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   grid points on pixel centres (kinks_*), a third of them on the last column or row.
 
 pointnet/tied.npz: 4 test clouds with points 1 and 2 a copy of point 0, and Paddle's gradient of the loss at them.
-Each model: forward.pb (main.clone() before minimize; an accuracy op too), test.pb (for_test clone), init.npz (its
-startup's values), data.npz / test_data.npz, 6 Adam(0.01, weight_decay=1e-3) steps of batch 8: the losses in
-meta.json, trained.npz, and Paddle's test-mode logits of the test set (logits.npz).
+Each model: forward.pb (main.clone() before minimize; an accuracy op too), test.pb (for_test clone), startup.pb,
+init.npz (its startup's values), data.npz / test_data.npz, 6 Adam(0.01, weight_decay=1e-3) steps of batch 8: the
+losses in meta.json, trained.npz, and Paddle's test-mode logits of the test set (logits.npz).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week34.py tests/data/paddle/user_week34
 """
@@ -186,7 +186,7 @@ def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -
     np.savez(folder / "logits.npz", logits=test_logits)
     np.savez_compressed(folder / "data.npz", **data)
     np.savez_compressed(folder / "test_data.npz", **test_data)
-    for program_name, program in [("forward", forward), ("test", test), ("train", main)]:
+    for program_name, program in [("forward", forward), ("test", test), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", program)
     return {**names, "losses": losses, "test_accuracy": float(test_accuracy)}
 
