@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 
 from ..errors import GradcError
-from ..ir import Program
+from ..ir import DIFFERENTIABLE_DTYPES, Program
 
 
 def matching(patterns: tuple[str, ...], names: list[str], option: str, what: str) -> list[str]:
@@ -29,8 +29,10 @@ def with_gradients(program: Program, patterns: tuple[str, ...]) -> list[str]:
     """compile --wrt: the vars named, stop_gradient cleared so the backward gives them a gradient (a fed input is
     stop_gradient in Paddle's file, as paddle.static.gradients needs x.stop_gradient = False)."""
     block = program.global_block
-    names = matching(patterns, [name for name, var in block.vars.items() if not var.is_parameter], "--wrt",
-                     "var of block 0")
+    # a glob matches the float vars: an integer one (labels, a pooling mask) has no gradient
+    names = matching(patterns, [name for name, var in block.vars.items()
+                                if not var.is_parameter and var.dtype in DIFFERENTIABLE_DTYPES], "--wrt",
+                     "float var of block 0")
     undeclared = [name for name in names if block.find_var(name) is None]
     if undeclared:
         raise GradcError(f"--wrt: not declared in block 0: {', '.join(undeclared)}")
