@@ -111,8 +111,9 @@ def test_the_compiled_training_program_is_paddles_op_for_op(files, model):
 
 def test_paddles_stn_declares_a_5d_grid_which_gradc_carries_as_theta_gives_it(files):
     """The declaration gradc now carries past is Paddle's own (its legacy affine_grid of an OutputShape tensor), and
-    grid_sampler's output, declared from it, 5-D too; gradc verify passes the program and gradc run gives Paddle's
-    test-mode logits to 1e-6."""
+    grid_sampler's output, declared from it, 5-D too (before, verify, run and train refused even Paddle's own
+    programs); gradc verify passes the program, gradc run gives Paddle's test-mode logits to 1e-6, and Paddle's own
+    training program trains to its losses."""
     block = gradc.load(files / "stn" / "test.pb").global_block
     (grid,) = [op.output("Output")[0] for op in block.ops if op.type == "affine_grid"]
     (warped,) = [op.output("Output")[0] for op in block.ops if op.type == "grid_sampler"]
@@ -124,6 +125,13 @@ def test_paddles_stn_declares_a_5d_grid_which_gradc_carries_as_theta_gives_it(fi
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(np.load(files / "stn" / "logits_gradc.npz")["logits"],
                                np.load(files / "stn" / "logits.npz")["logits"], rtol=0, atol=1e-6)
+    # Paddle's own training program, its backward and Adam in it, trains in gradc to Paddle's losses
+    run = gradc_cli("train", files / "stn" / "train.pb", "--startup", files / "stn" / "startup.pb", "--data",
+                    files / "stn" / "data.npz", "--batch-size", 8, "--json", "--log-every", 1)
+    assert run.returncode == 0, run.stderr
+    losses = [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
+              if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META["stn"]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", MODELS)
