@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from . import registry
 from .errors import ProgramError, op_location
-from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
+from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_fits, dtype_name, to_var_type
 from .ops.infer import InferContext, lod_levels
 from .verify_shapes import check_complex_inputs
 
@@ -95,13 +95,28 @@ class ProgramBuilder:
             for shape, dtype in results:
                 name = names[tmp] if names else f"{stem}.tmp_{tmp}"
                 tmp += 1
-                self.block.create_var(name, shape, dtype)
+                if names and name in self.block.vars:   # written in place (paddle.assign(x, output=var)): kept
+                    self._check_in_place(op, name, shape, dtype)
+                else:
+                    self.block.create_var(name, shape, dtype)
                 op.outputs[slot].append(name)
         for slot, level in lod_levels(ctx).items():   # sequences (gradc.executor.lod) only: others stay unset
             for name in op.outputs.get(slot, []) if level > 0 else ():
                 self.block.var(name).lod_level = level
         wanted = outputs or [opdef.outputs[0]]
         return [name for slot in wanted for name in op.outputs[slot]]
+
+    def _check_in_place(self, op, name: str, shape, dtype) -> None:
+        """An output named after a declared var (a MoCo key weight, a queue) keeps that var, persistable and all,
+        when the op's result fits it; otherwise the op goes again and the error names both."""
+        var = self.block.vars[name]
+        ranks_differ = var.shape is not None and shape is not None and len(var.shape) != len(shape)
+        dims_differ = any(a != b and a >= 0 and b >= 0 for a, b in zip(var.shape or [], shape or []))
+        if not dtype_fits(var.dtype, dtype) or ranks_differ or dims_differ:
+            self.block.ops.pop()
+            raise ProgramError(f"{op_location(self.block.idx, len(self.block.ops), op.type)}: its output '{name}' "
+                               f"is declared {dtype_name(var.dtype)}{list(var.shape or [])}, and the op gives "
+                               f"{dtype_name(dtype)}{list(shape or [])}")
 
     def fc(self, x: str, size: int, act: str | None = None) -> str:
         stem = self._free_stem("fc", ".w_0")

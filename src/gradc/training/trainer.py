@@ -117,7 +117,7 @@ class Trainer:
 
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
-        data = as_data(data, "eval data", self.program)
+        data = without_unread(self.program, as_data(data, "eval data", self.program))
         evaluation = self._eval_plan(data)
         self._reseed(EVAL, self.epoch)
         results = evaluate_plan(self.executor, self.scope, evaluation, data, batch_size)
@@ -159,7 +159,8 @@ class Trainer:
                                                               self.fetch)
         self.early_stopping = early
         data = without_unread(self.program, as_data(data, "data", self.program))
-        eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
+        if eval_data is not None:
+            eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program))
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {}),
