@@ -79,13 +79,27 @@ def checkable_forward_part(program: Program) -> Program | None:
     if BACKWARD not in kinds:
         return None
     # the backward ops the loss is computed from stay (MAML's inner step, written by static.gradients)
-    forward = forward_part(program, derivatives_of=default_fetch(program), test_mode=False)
+    forward = forward_part(_before_the_update(program, kinds), derivatives_of=default_fetch(program),
+                           test_mode=False)
     written = {name for op in forward.global_block.ops for name in op.output_names()}
     state = set(persistable_names(program))   # parameters and optimizer state: the values --params and startups give
     trained = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
                for name in op.output_names()} - written - state
     read = {name for op in forward.global_block.ops for name in op.input_names()}
     return None if read & trained else forward
+
+
+def _before_the_update(program: Program, kinds: list[str]) -> Program:
+    """A copy ending before the first optimizer op after the backward: forward ops appended after minimize (MoCo's
+    key encoder moved towards the query's, its queue of keys) update state from the stepped weights, and are no part
+    of the loss the backward differentiated."""
+    first_backward = kinds.index(BACKWARD)
+    end = next((idx for idx in range(first_backward, len(kinds)) if kinds[idx] == OPTIMIZER), len(kinds))
+    if all(kind in (BACKWARD, OPTIMIZER) for kind in kinds[end:]):
+        return program
+    before = program.clone()
+    before.global_block.ops = before.global_block.ops[:end]
+    return before
 
 
 def _derivative_ops(ops: list, kinds: list[str], wanted: set[str]) -> set[int]:
