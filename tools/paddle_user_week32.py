@@ -75,19 +75,21 @@ def projector(prefix, trainable=True):
 
 
 def nt_xent(z):
-    """NT-Xent over the 2B unit vectors z: similarities / T, the diagonal masked, each view's positive the other."""
+    """NT-Xent over the 2B unit vectors z: similarities / T, the diagonal masked, each view's positive the other;
+    the loss and the mask (1e9 * eye, computed from constants alone)."""
     n = paddle.shape(z)[0]
-    sim = paddle.matmul(z, z, transpose_y=True) / SIMCLR_TEMP - 1e9 * paddle.eye(n)
+    mask = 1e9 * paddle.eye(n)
+    sim = paddle.matmul(z, z, transpose_y=True) / SIMCLR_TEMP - mask
     labels = paddle.unsqueeze((paddle.arange(n) + n // 2) % n, 1)
-    return F.cross_entropy(sim, labels)
+    return F.cross_entropy(sim, labels), mask
 
 
 def simclr():
     x1, x2 = paddle.static.data("x1", [-1, DIM], "float32"), paddle.static.data("x2", [-1, DIM], "float32")
     z = normalize(projector("proj")(encoder("enc")(paddle.concat([x1, x2], 0))), axis=1)
-    loss = nt_xent(z)
+    loss, mask = nt_xent(z)
     return loss, paddle.incubate.optimizer.LarsMomentumOptimizer(
-        0.1, 0.9, lars_weight_decay=5e-4, exclude_from_weight_decay=[".b"]), {}
+        0.1, 0.9, lars_weight_decay=5e-4, exclude_from_weight_decay=[".b"]), {"mask": mask.name}
 
 
 def moco():
@@ -152,20 +154,28 @@ def run_model(out: Path, name: str, build, batches: list, init=None) -> dict:
         exe.run(startup)
         for key, value in (init(persistables(main, scope)) if init else {}).items():
             scope.var(key).get_tensor().set(value, paddle.CPUPlace())
-        np.savez(out / f"{name}_init.npz", **persistables(main, scope))
-        steps = {}
+        np.savez_compressed(out / f"{name}_init.npz", **persistables(main, scope))
+        steps, extra_grads = {}, {}
+        if "mask" in extra:   # paddle.static.gradients of the loss with respect to the mask, its flag cleared
+            masked = forward.clone()
+            with paddle.static.program_guard(masked, paddle.static.Program()):
+                masked.global_block().var(extra["mask"]).stop_gradient = False
+                (mask_grad,) = paddle.static.gradients(masked.global_block().var(loss.name),
+                                                       masked.global_block().var(extra["mask"]))
+            feed = {key: value for key, value in batches[0].items() if key != "label"}
+            extra_grads["mask"] = exe.run(masked, feed=feed, fetch_list=[mask_grad])[0]
         for step, feed in enumerate(batches):
             wanted = {key: value for key, value in feed.items() if main.global_block().has_var(key)}
             fetched = exe.run(main, feed=wanted, fetch_list=[loss.name] + [p + "@GRAD" for p in params])
             meta["losses"].append(float(fetched[0]))
             if step == 0:
-                np.savez(out / f"{name}_grads.npz", **dict(zip(params, fetched[1:])))
+                np.savez_compressed(out / f"{name}_grads.npz", **dict(zip(params, fetched[1:])), **extra_grads)
             if "schedule" in extra:
                 meta["lr"].append(extra["schedule"]())
                 extra["schedule"].step()
             steps.update({f"{step}:{key}": value for key, value in persistables(main, scope).items()
-                          if "learning_rate" not in key})
-        np.savez(out / f"{name}_steps.npz", **steps)
+                          if "learning_rate" not in key and "velocity" not in key})
+        np.savez_compressed(out / f"{name}_steps.npz", **steps)
     for suffix, program in [("", forward), ("_train", main), ("_startup", startup)]:
         write_gz(out / f"{name}{suffix}.pb", program)
     meta.update({key: value for key, value in extra.items() if isinstance(value, str)})
@@ -176,7 +186,7 @@ def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
     batches = [views(BATCH) for _ in range(STEPS)]
-    np.savez(out / "data.npz", **{f"{step}:{key}": value for step, batch in enumerate(batches)
+    np.savez_compressed(out / "data.npz", **{f"{step}:{key}": value for step, batch in enumerate(batches)
                                   for key, value in batch.items()})
     meta = {"simclr": run_model(out, "simclr", simclr, batches)}
     queue = RNG.standard_normal((QUEUE, PROJ))
