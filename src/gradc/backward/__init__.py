@@ -31,7 +31,7 @@ __all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "l
 def append_backward(program: Program, loss: str | Sequence[str] | None = None,
                     parameter_list: Iterable[str] | None = None,
                     no_grad_set: Iterable[str] | None = None, any_shape: bool = False,
-                    loss_grad: str | None = None) -> list[tuple[str, str]]:
+                    loss_grad: str | None = None, inputs: Iterable[str] = ()) -> list[tuple[str, str]]:
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
     ``loss`` is one name or several (a multi-task model's heads): several give, in one backward, the
@@ -39,7 +39,8 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
     var with is_parameter); ``no_grad_set`` names further vars that get none. In a program that already
     has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
     ``any_shape``: losses of any shape, their elements' gradients summed; ``loss_grad``: the var holding
-    d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only).
+    d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only); ``inputs``: other vars to
+    differentiate towards, as gradients()' inputs.
     """
     losses = [loss] if loss is None or isinstance(loss, str) else list(loss)
     if not losses:
@@ -50,13 +51,13 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
     if loss_grad is not None and len(losses) != 1:
         raise GradError(f"loss_grad seeds one loss; {len(losses)} given ({', '.join(losses)})")
     return _append_backward(program, [(name, loss_grad) for name in losses], parameter_list, no_grad_set, any_shape,
-                            "loss")
+                            "loss", inputs)
 
 
 @gc_paused()
 def _append_backward(program: Program, targets: list[tuple[str | None, str | None]],
                      parameter_list: Iterable[str] | None, no_grad_set: Iterable[str] | None, any_shape: bool,
-                     what: str) -> list[tuple[str, str]]:
+                     what: str, inputs: Iterable[str] = ()) -> list[tuple[str, str]]:
     """append_backward of several ``targets``, each (name, the var seeding its grad or None for ones): the
     backward of sum_i <target_i, seed_i>, so a target another one depends on gets its seed plus what flows back.
     ``what`` names a target in errors ("loss", "target")."""
@@ -84,7 +85,7 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     loss_ops = [block.ops[idx] for _, idx, _ in resolved]   # copies of overwritten values may be inserted before them
     n_forward = max(idx for _, idx, _ in resolved) + 1
     path, last_writer = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names,
-                                       seeds=seeds)
+                                       seeds=seeds, inputs=frozenset(inputs))
     roles.set_roles(loss_ops, roles.LOSS)
     roles.set_roles(seeds, roles.LOSS | roles.BACKWARD)
     pairs = [(p, names[p]) for p in params if p in path.wants_grad]
@@ -93,12 +94,12 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
 
 
 def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str], names: GradNames,
-                   seeds: list[OpDesc]) -> tuple[OpPath, dict[str, OpDesc]]:
+                   seeds: list[OpDesc], inputs: frozenset[str] = frozenset()) -> tuple[OpPath, dict[str, OpDesc]]:
     """Append to ``block`` the backward of its first ``n_forward`` ops with respect to ``targets``,
     whose grads the ``seeds`` write (or, with no seeds, the caller feeds); returns the path and the last backward op
-    writing each name."""
+    writing each name. ``inputs``: vars differentiated towards wherever they are written (gradients()' inputs)."""
     forward_ops = block.ops[:n_forward]
-    path = find_path(block, forward_ops, targets, no_grad)
+    path = find_path(block, forward_ops, targets, no_grad, inputs=inputs)
     check_makers(block, path)
     check_complex(block, path)
     given = [] if seeds else [names(t) for t in targets]
@@ -147,7 +148,7 @@ def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterabl
         raise GradError(f"input(s) not declared in block 0: {', '.join(undeclared)}")
     check_float(block, inputs, "input")
     names = GradNames(program)
-    _append_backward(program, targets, None, no_grad_set, True, "target")
+    _append_backward(program, targets, None, no_grad_set, True, "target", inputs)
     grads = [names(name) if block.find_var(names(name)) is not None else None for name in inputs]
     stopped = [name for name, grad in zip(inputs, grads) if grad is None and block.var(name).stop_gradient]
     if stopped:   # Paddle's answer too, but a None met later says nothing of why

@@ -75,11 +75,13 @@ class _Facts(dict):
 
 
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
-              leaves: set[str] | None = None, sub_paths: dict | None = None) -> OpPath:
+              leaves: set[str] | None = None, sub_paths: dict | None = None,
+              inputs: frozenset[str] = frozenset()) -> OpPath:
     """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``.
     Leaves are the differentiable vars read before any op writes them, unless given (a sub-block:
     the outer vars that want a gradient). A name an op overwrites starts a new value: it depends on
-    a leaf only if that op carries one."""
+    a leaf only if that op carries one, or if it is one of ``inputs`` (gradients()' inputs, where Paddle's path
+    starts: a mask computed from constants alone)."""
     sub_paths = {} if sub_paths is None else sub_paths
     differentiable = _DifferentiableVars(block, no_grad)
     facts_of = _Facts()
@@ -108,10 +110,10 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         carried_inputs.append(carried)
         if overwrites:
             for name in outputs:
-                carrying[name] = is_differentiable(name) if carried else False
+                carrying[name] = is_differentiable(name) if carried or name in inputs else False
         else:
             for name in outputs:
-                if carried and is_differentiable(name):
+                if (carried or name in inputs) and is_differentiable(name):
                     carrying[name] = True
                 else:
                     keep(name, False)
