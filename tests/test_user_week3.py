@@ -76,8 +76,8 @@ def test_no_decay_matching_nothing_warns_and_an_optimizer_without_exclusion_refu
                         "cross-entropy", "--optimizer", "adam", "--no-decay", "*.b_*")
     assert refused.returncode == 1 and not (tmp_path / "adam.pb").exists()
     assert refused.stderr.splitlines()[-1] == (
-        "gradc: error: --no-decay: adam has no per-parameter decay to leave out (adamw and lamb have, as Paddle's "
-        "apply_decay_param_fun and exclude_from_weight_decay_fn)")
+        "gradc: error: --no-decay: adam has no per-parameter decay to leave out (adamw, lamb and lars_momentum have, "
+        "as Paddle's apply_decay_param_fun, exclude_from_weight_decay_fn and exclude_from_weight_decay)")
     lamb = gradc_cli("compile", WEEK / "tagger" / "model.json", "-o", tmp_path / "lamb.pb", "--add-loss",
                      "cross-entropy", "--optimizer", "lamb", "--no-decay", "*.b_*")
     assert lamb.returncode == 0, lamb.stderr

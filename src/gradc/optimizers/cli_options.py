@@ -115,7 +115,8 @@ def param_attrs(specs, parameters: list[str]) -> dict[str, ParamAttr]:
 
 
 # the argument of Paddle's class that leaves a parameter out of the decay, and whether it is true for the excluded
-EXCLUSION_ARGUMENT = {"adamw": ("apply_decay_param_fun", False), "lamb": ("exclude_from_weight_decay_fn", True)}
+EXCLUSION_ARGUMENT = {"adamw": ("apply_decay_param_fun", False), "lamb": ("exclude_from_weight_decay_fn", True),
+                      "lars_momentum": ("exclude_from_weight_decay", True)}
 
 
 class DecayExclusion:
@@ -201,8 +202,9 @@ def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_sched
         settings[REGULARIZER_ARGUMENT.get(optimizer, "weight_decay")] = L1Decay(l1) if l1 is not None else L2Decay(l2)
     if no_decay:
         if optimizer not in EXCLUSION_ARGUMENT:
-            raise GradcError(f"--no-decay: {optimizer} has no per-parameter decay to leave out (adamw and lamb have, "
-                             f"as Paddle's apply_decay_param_fun and exclude_from_weight_decay_fn)")
+            raise GradcError(f"--no-decay: {optimizer} has no per-parameter decay to leave out (adamw, lamb and "
+                             f"lars_momentum have, as Paddle's apply_decay_param_fun, exclude_from_weight_decay_fn "
+                             f"and exclude_from_weight_decay)")
         argument, excluded_is_true = EXCLUSION_ARGUMENT[optimizer]
         if argument in settings:
             raise GradcError(f"--no-decay and --opt {argument}=...: give one")

@@ -69,7 +69,8 @@ class Momentum(Optimizer):
 
 class LarsMomentum(Optimizer):
     """Paddle's incubate LarsMomentumOptimizer: parameters whose name contains a string of
-    ``exclude_from_weight_decay`` get lars_weight_decay 0; ``regularization`` adds regularization ops."""
+    ``exclude_from_weight_decay`` (or for which it returns True, given a function: gradc compile --no-decay) get
+    lars_weight_decay 0; ``regularization`` adds regularization ops."""
 
     type = "lars_momentum"
     accumulators = (VELOCITY,)
@@ -80,11 +81,13 @@ class LarsMomentum(Optimizer):
         super().__init__(learning_rate, regularization, grad_clip)
         self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         self.momentum, self.lars_coeff, self.lars_weight_decay = float(momentum), float(lars_coeff), lars_weight_decay
-        self.exclude = list(exclude_from_weight_decay or [])
+        self.exclude = exclude_from_weight_decay if callable(exclude_from_weight_decay) else \
+            list(exclude_from_weight_decay or [])
         self.epsilon, self.rescale_grad = float(epsilon), float(rescale_grad)
 
     def op_attrs(self, param, attr):
-        decay = 0.0 if any(part in param for part in self.exclude) else float(self.lars_weight_decay)
+        excluded = self.exclude(param) if callable(self.exclude) else any(part in param for part in self.exclude)
+        decay = 0.0 if excluded else float(self.lars_weight_decay)
         return {"mu": self.momentum, "lars_coeff": self.lars_coeff, "lars_weight_decay": [decay],
                 "epsilon": self.epsilon, "rescale_grad": self.rescale_grad}
 
