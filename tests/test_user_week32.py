@@ -160,6 +160,20 @@ def test_check_of_the_moco_training_program_leaves_out_the_ops_after_minimize(fi
     assert max(var["max_abs_error"] for var in checked) < 1e-8
 
 
+def test_check_of_the_frozen_key_encoder_holds_the_detached_keys(files):
+    """Before, `check moco.pb --wrt 'k_*'` (the key encoder, trainable=False, its output k.detach()) reported every key
+    weight MISMATCH ("compiled 0, numeric 0.163 ... through ops without a gradient: share_data"): the check gave the
+    frozen weights their gradient along every path, and the detach's output, stop_gradient only by propagation from
+    them, lost its flag, so the central differences ran through x.detach(). Now what x.detach() writes stays detached
+    and is held at its value, as the README says and the compiled gradient takes it: the keys' gradient is 0 in both."""
+    run = gradc_cli("check", files / "moco.pb", "--params", files / "moco_init.npz", "--feed", files / "feed.npz",
+                    "--wrt", "k_*", "--json")
+    assert run.returncode == 0, run.stdout
+    checked = json.loads(run.stdout)["vars"]
+    assert sorted(var["var"] for var in checked) == sorted(KEYS)
+    assert max(var["max_abs_error"] for var in checked) == 0
+
+
 def _moco_by_program_builder(files, key_name: str = "k_enc1.w"):
     """MoCo as a gradc user writes it: minimize the forward, then append the key update and the queue with
     ProgramBuilder(program=loaded), each written in place with names=[the var]."""

@@ -7,6 +7,8 @@ from . import registry
 from .ir import DIFFERENTIABLE_DTYPES, Block, Program
 from .pairing import FORWARD, SHAPE_READERS, op_kinds
 
+DETACH = "share_data"   # the op Paddle's x.detach() appends (pd_op.share_data_ in PIR)
+
 
 def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[str]:
     """'TYPE (block 0, op I)' for each forward op with no gradient that reads a float value computed from one of
@@ -43,14 +45,15 @@ def reattached(program: Program, names) -> Program:
     """A copy of ``program`` where each of ``names`` and every float var Paddle marked stop_gradient only by its
     propagation from them (every input of the op writing it was stop_gradient: a fed window's mean, its scaled copy)
     has a gradient: a var checked by name gets its gradient along every path. A var written by an op that reads a var
-    with a gradient is stop_gradient by the user's wish (a detach), and stays so."""
+    with a gradient is stop_gradient by the user's wish (a detach), and stays so; so does what x.detach() writes
+    (share_data), of a frozen MoCo key encoder's output too."""
     copy = program.clone()
     block = copy.global_block
     stopped = {name for name, var in block.vars.items() if var.stop_gradient}
     live = {name for name in names if block.find_var(name) is not None}
     for op, kind in zip(block.ops, op_kinds(block)):
         inputs = set(op.input_names())
-        if kind == FORWARD and inputs & live and inputs <= stopped:
+        if kind == FORWARD and inputs & live and inputs <= stopped and op.type != DETACH:
             live |= {name for name in op.output_names() if _is_float(block, name)}
     for name in live:
         block.find_var(name).stop_gradient = False
