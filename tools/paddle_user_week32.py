@@ -10,6 +10,8 @@ week', written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pi
   query's at the start), the key's output detached; logits [q.k, q.queue^T] / 0.2 against label 0; Momentum(0.05,
   0.9). After minimize, in the program: each key weight assign(m * k + (1 - m) * q) with m = 0.9, and the queue of 8
   negatives (a persistable global var) assign(concat([k, queue])[:8]). 3 steps.
+- moco_ring: MoCo with the queue a ring buffer: the keys written at a persistable pointer by paddle.static.setitem
+  (set_value with tensor starts), the pointer moved by 4 modulo 8 (its steps: the keys, queue and pointer alone).
 - simsiam: an encoder with BatchNorm1D, a predictor MLP, stop-gradient on the target branch (z.detach()), the negative
   cosine similarity (F.cosine_similarity) symmetrised; SGD with CosineAnnealingDecay(0.05, T_max=3) and weight decay.
 - probe: a linear probe on the trained SimCLR encoder, its weights ParamAttr(trainable=False); Momentum(0.1), 3 steps.
@@ -22,6 +24,7 @@ meta.json (losses per step, learning rates, vars' names).
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week32.py tests/data/paddle/user_week32
 """
 
+import functools
 import gzip
 import json
 import sys
@@ -92,8 +95,11 @@ def simclr():
         0.1, 0.9, lars_weight_decay=5e-4, exclude_from_weight_decay=[".b"]), {"mask": mask.name}
 
 
-def moco():
-    x1, x2 = paddle.static.data("x1", [-1, DIM], "float32"), paddle.static.data("x2", [-1, DIM], "float32")
+def moco(ring: bool = False):
+    """ring: the queue a ring buffer, as MoCo's own code keeps it: the batch's keys written at a pointer (a persistable
+    int64) by paddle.static.setitem, the pointer moved by B modulo the queue's length (the batch size then fixed)."""
+    batch = BATCH if ring else -1
+    x1, x2 = paddle.static.data("x1", [batch, DIM], "float32"), paddle.static.data("x2", [batch, DIM], "float32")
     query = paddle.nn.Sequential(encoder("q_enc"), projector("q_proj"))
     key = paddle.nn.Sequential(encoder("k_enc", False), projector("k_proj", False))
     queue = paddle.static.create_global_var([QUEUE, PROJ], 0.0, "float32", persistable=True, name="moco_queue")
@@ -107,7 +113,12 @@ def moco():
         """MoCo's key update and queue, in the program after the optimizer's ops."""
         for q_param, k_param in zip(query.parameters(), key.parameters()):
             paddle.assign(k_param * KEY_MOMENTUM + q_param * (1 - KEY_MOMENTUM), k_param)
-        paddle.assign(paddle.concat([k, queue], 0)[:QUEUE], queue)
+        if not ring:
+            paddle.assign(paddle.concat([k, queue], 0)[:QUEUE], queue)
+            return
+        pointer = paddle.static.create_global_var([1], 0, "int64", persistable=True, name="queue_ptr")
+        paddle.assign(paddle.static.setitem(queue, slice(pointer, pointer + BATCH), k), queue)
+        paddle.assign((pointer + BATCH) % QUEUE, pointer)
     return loss, paddle.optimizer.Momentum(0.05, 0.9), {"after_minimize": after_minimize, "key": k.name}
 
 
@@ -137,8 +148,9 @@ def persistables(program, scope) -> dict:
             if scope.find_var(name) is not None and scope.find_var(name).get_tensor()._is_initialized()}
 
 
-def run_model(out: Path, name: str, build, batches: list, init=None) -> dict:
-    """Build, write and train one model with Paddle, init(startup's values) overriding some of them; its meta."""
+def run_model(out: Path, name: str, build, batches: list, init=None, recorded=None) -> dict:
+    """Build, write and train one model with Paddle, init(startup's values) overriding some of them; its meta.
+    ``recorded``: the persistables kept after each step (default: all but the learning rate and velocities)."""
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 32
     with paddle.static.program_guard(main, startup):
@@ -148,6 +160,7 @@ def run_model(out: Path, name: str, build, batches: list, init=None) -> dict:
         if "after_minimize" in extra:
             extra["after_minimize"]()
     scope, exe = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    kept = recorded or (lambda key: "learning_rate" not in key and "velocity" not in key)
     params = [param.name for param in main.all_parameters() if param.trainable]
     meta = {"loss": loss.name, "params": params, "losses": [], "lr": []}
     with paddle.static.scope_guard(scope):
@@ -168,13 +181,13 @@ def run_model(out: Path, name: str, build, batches: list, init=None) -> dict:
             wanted = {key: value for key, value in feed.items() if main.global_block().has_var(key)}
             fetched = exe.run(main, feed=wanted, fetch_list=[loss.name] + [p + "@GRAD" for p in params])
             meta["losses"].append(float(fetched[0]))
-            if step == 0:
+            if step == 0 and recorded is None:
                 np.savez_compressed(out / f"{name}_grads.npz", **dict(zip(params, fetched[1:])), **extra_grads)
             if "schedule" in extra:
                 meta["lr"].append(extra["schedule"]())
                 extra["schedule"].step()
             steps.update({f"{step}:{key}": value for key, value in persistables(main, scope).items()
-                          if "learning_rate" not in key and "velocity" not in key})
+                          if kept(key)})
         np.savez_compressed(out / f"{name}_steps.npz", **steps)
     for suffix, program in [("", forward), ("_train", main), ("_startup", startup)]:
         write_gz(out / f"{name}{suffix}.pb", program)
@@ -197,6 +210,8 @@ def main(out: Path) -> None:
         return {"moco_queue": queue, **{key.replace("q_", "k_", 1): value for key, value in values.items()
                                         if key.startswith("q_")}}
     meta["moco"] = run_model(out, "moco", moco, batches, init=moco_init)
+    meta["moco_ring"] = run_model(out, "moco_ring", functools.partial(moco, ring=True), batches, init=moco_init,
+                                  recorded=lambda key: key.startswith(("k_", "moco_queue", "queue_ptr")))
     meta["simsiam"] = run_model(out, "simsiam", simsiam, batches)
     trained = np.load(out / "simclr_steps.npz")
     encoder_weights = {key.split(":", 1)[1]: trained[key] for key in trained.files
