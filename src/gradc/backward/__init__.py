@@ -31,7 +31,7 @@ __all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "l
 def append_backward(program: Program, loss: str | Sequence[str] | None = None,
                     parameter_list: Iterable[str] | None = None,
                     no_grad_set: Iterable[str] | None = None, any_shape: bool = False,
-                    loss_grad: str | None = None, inputs: Iterable[str] = ()) -> list[tuple[str, str]]:
+                    loss_grad: str | None = None) -> list[tuple[str, str]]:
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
     ``loss`` is one name or several (a multi-task model's heads): several give, in one backward, the
@@ -39,8 +39,7 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
     var with is_parameter); ``no_grad_set`` names further vars that get none. In a program that already
     has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
     ``any_shape``: losses of any shape, their elements' gradients summed; ``loss_grad``: the var holding
-    d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only); ``inputs``: other vars to
-    differentiate towards, as gradients()' inputs.
+    d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only).
     """
     losses = [loss] if loss is None or isinstance(loss, str) else list(loss)
     if not losses:
@@ -51,7 +50,7 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
     if loss_grad is not None and len(losses) != 1:
         raise GradError(f"loss_grad seeds one loss; {len(losses)} given ({', '.join(losses)})")
     return _append_backward(program, [(name, loss_grad) for name in losses], parameter_list, no_grad_set, any_shape,
-                            "loss", inputs)
+                            "loss")
 
 
 @gc_paused()
