@@ -98,6 +98,8 @@ def test_an_exported_model_is_scored_against_the_datas_labels_at_top_k(trained):
         expected = np.mean([label in row[:k] for row, label in zip(best, arrays["label"][:, 0])])
         assert results[f"acc_top{k}"] == pytest.approx(expected, abs=1e-12)
     assert float(f"{results['acc_top1']:.6g}") == printed[ACC]
+    # the option repeated gives both ks (it kept the last: acc_top3 alone)
+    assert evaluate_json(*model, "--topk", 1, "--topk", 3) == results
     text = gradc_cli("evaluate", *model)
     assert text.stdout.splitlines() == ["examples: 100", "loss: none (the program computes no loss; an exported "
                                         "model ends at its outputs)", f"acc: {results['acc_top1']:.6g}"]

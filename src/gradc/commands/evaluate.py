@@ -16,14 +16,17 @@ from .loss_option import loss_option
 from .run import STRICT_PARAMS
 
 
-def _topk(ctx, param, value: str) -> list[int]:
-    try:
-        ks = [int(k) for k in value.split(",") if k.strip()]
-    except ValueError:
-        raise click.BadParameter(f"'{value}': give k values separated by commas, e.g. 1,5") from None
-    if not ks or min(ks) < 1:
-        raise click.BadParameter(f"'{value}': each k is 1 or more")
-    return ks
+def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
+    """Every k of every --topk, in order, once: `--topk 1,5` and `--topk 1 --topk 5` alike."""
+    ks = []
+    for value in values:
+        try:
+            ks += [int(k) for k in value.split(",") if k.strip()]
+        except ValueError:
+            raise click.BadParameter(f"'{value}': give k values separated by commas, e.g. 1,5") from None
+        if not ks or min(ks) < 1:
+            raise click.BadParameter(f"'{value}': each k is 1 or more")
+    return list(dict.fromkeys(ks))
 
 
 @click.command()
@@ -48,8 +51,8 @@ def _topk(ctx, param, value: str) -> list[int]:
               "(default: its one array the model does not read).")
 @click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a segmentation "
               "map's 255 borders; default: the loss op's ignore_index).")
-@click.option("--topk", default="1", show_default=True, callback=_topk, metavar="K[,K...]",
-              help="Accuracy counts an example right when its label is among the K best-scored classes.")
+@click.option("--topk", default=("1",), show_default=True, multiple=True, callback=_topk, metavar="K[,K...]",
+              help="Accuracy counts an example right when its label is among the K best-scored classes. Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
