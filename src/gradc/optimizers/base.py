@@ -103,6 +103,7 @@ class Optimizer:
     slots: ClassVar[tuple[str, str, str]] = ("Param", "Grad", "LearningRate")
     multi_precision = False             # set by the optimizers whose Paddle class takes it
     float32_accumulators: ClassVar[bool] = True   # a master's accumulators are float32 (Rprop's keep the dtype)
+    skip_update: str | None = None      # mixed precision's overflow flag: the update ops skip the step when it is set
 
     def __init__(self, learning_rate: float | Schedule = 0.001, weight_decay=None,
                  grad_clip: GradientClip | None = None):
@@ -222,6 +223,8 @@ class Optimizer:
             if not acc.read_only:
                 outputs[out(acc.slot)] = [accs[acc.name]]
         inputs.update({slot: [tensor.name] for slot, tensor in self.tensors().items()})
+        if self.skip_update is not None:
+            inputs["SkipUpdate"] = [self.skip_update]
         master_slots(inputs, outputs, [accs[MASTER]] if MASTER in accs else [], param_slot.islower())
         return inputs, outputs
 

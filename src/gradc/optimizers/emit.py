@@ -37,14 +37,14 @@ class Emitter:
 
     @staticmethod
     def fill_constant(out: str, shape, dtype: int, value: float) -> OpDesc:
-        return _complete(make_op("fill_constant", {}, {"Out": [out]},
+        return complete(make_op("fill_constant", {}, {"Out": [out]},
                                  {"shape": list(shape), "dtype": int(dtype), "value": float(value),
                                   "str_value": str(float(value))}))
 
     def op(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,
            role: int = roles.OPTIMIZE, role_var: list[str] | None = None) -> OpDesc:
         """Append an op with every attribute its definition declares (``attrs`` over the defaults)."""
-        return self.append(_complete(make_op(type, inputs, outputs, attrs)), role, role_var)
+        return self.append(complete(make_op(type, inputs, outputs, attrs)), role, role_var)
 
     def append(self, op: OpDesc, role: int = roles.OPTIMIZE, role_var: list[str] | None = None) -> OpDesc:
         op.set_attr("op_role", role, AttrType.INT)
@@ -63,7 +63,7 @@ class Emitter:
         return self.temporary(pattern, var.shape, var.dtype)
 
 
-def _complete(op: OpDesc) -> OpDesc:
+def complete(op: OpDesc) -> OpDesc:
     """Every attribute the op's definition declares, as Paddle writes them (given values over defaults)."""
     opdef = get(op.type)
     for name, default in opdef.attrs.items():

@@ -1,6 +1,7 @@
 """Compile passes. A pass has a name, checks what it requires and ensures, and runs on a Program."""
 
 from .accumulate import EagerAccumulationPass
+from .amp import AmpOptions, AmpPass
 from .backward import BackwardPass
 from .base import PASSES, Pass, PassConditionError, Pipeline, make_pass, register_pass
 from .optimizer import OptimizerPass
@@ -9,6 +10,6 @@ from .recompute import RecomputePass
 from .verify import VerifyPass
 
 __all__ = [
-    "PASSES", "BackwardPass", "EagerAccumulationPass", "Float64Pass", "OptimizerPass", "Pass", "PassConditionError",
+    "PASSES", "AmpOptions", "AmpPass", "BackwardPass", "EagerAccumulationPass", "Float64Pass", "OptimizerPass", "Pass", "PassConditionError",
     "Pipeline", "RecomputePass", "VerifyPass", "make_pass", "register_pass",
 ]

@@ -1,0 +1,380 @@
+"""The mixed-precision pass: what ``paddle.static.amp.decorate(optimizer, level, dtype, ...).minimize(loss)`` writes
+on a CUDA build of Paddle 3.3.1, from a float32 forward program (docs/optimizers.md, 'Mixed precision').
+
+O1 computes the white-list ops (matmul_v2, conv2d, ...) in float16 or bfloat16 and the black-list ops (softmax,
+losses, reductions) in float32; a gray op (add, relu, pool, ...) follows the op that wrote its inputs; casts go in
+front of each op whose inputs are in the other format. O2 declares the parameters and computes every op but a few
+(embeddings, interpolations) in the low format; batch and layer norm keep float32 scale, bias and statistics; the
+optimizer keeps float32 master weights. The loss (cast to float32) is multiplied by ``loss_scaling_0``; after the
+backward, check_finite_and_unscale divides the gradients by it and flags an inf or a NaN, update_loss_scaling zeroes
+such a step's gradients and halves the scale (doubles it after ``incr_every_n_steps`` finite steps), and Adam and
+AdamW skip the step (SkipUpdate). bfloat16 has no dynamic loss scaling, as in Paddle."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..amp_lists import GRAY, black_list, keeps_float32_input, keeps_float32_output, white_list
+from ..backward import default_loss
+from ..errors import GradcError
+from ..ir import AttrType, Block, OpDesc, Program, VarType, roles
+from ..optimizers import Optimizer, ParamAttr
+from ..optimizers.emit import Emitter, complete
+from ..registry import make_op
+from .backward import BackwardPass
+from .base import Pass, register_pass
+
+LOW = {"float16": VarType.FP16, "bfloat16": VarType.BF16}
+FLOATS = frozenset({VarType.FP32, VarType.FP16, VarType.BF16, VarType.FP64})
+TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
+SKIPPING = ("adam", "adamw")   # the optimizers decorate hands the overflow flag (their SkipUpdate input)
+
+
+@dataclass(frozen=True)
+class AmpOptions:
+    """paddle.static.amp.decorate's arguments, with its defaults; ``use_dynamic_loss_scaling`` None: on for float16,
+    off for bfloat16 (which never scales dynamically: Paddle turns it off and the scale to 1)."""
+
+    level: str = "O1"
+    dtype: str = "float16"
+    init_loss_scaling: float = 2.0**16
+    incr_every_n_steps: int = 2000
+    decr_every_n_nan_or_inf: int = 1
+    incr_ratio: float = 2.0
+    decr_ratio: float = 0.5
+    use_dynamic_loss_scaling: bool | None = None
+
+    def __post_init__(self):
+        checks = [("level", self.level in ("O1", "O2"), "O1 or O2"),
+                  ("dtype", self.dtype in LOW, "float16 or bfloat16"),
+                  ("init_loss_scaling", _number(self.init_loss_scaling) and 0 < self.init_loss_scaling < math.inf,
+                   "a number > 0"),
+                  ("incr_every_n_steps", _count(self.incr_every_n_steps), "an integer >= 1"),
+                  ("decr_every_n_nan_or_inf", _count(self.decr_every_n_nan_or_inf), "an integer >= 1"),
+                  ("incr_ratio", _number(self.incr_ratio) and 1 < self.incr_ratio < math.inf, "a number > 1"),
+                  ("decr_ratio", _number(self.decr_ratio) and 0 < self.decr_ratio < 1, "a number in (0, 1)"),
+                  ("use_dynamic_loss_scaling", self.use_dynamic_loss_scaling in (None, True, False), "True or False")]
+        for name, ok, wanted in checks:
+            if not ok:
+                raise GradcError(f"amp: {name} must be {wanted}, not {getattr(self, name)!r}")
+
+    @property
+    def dynamic_asked(self) -> bool:
+        return self.dtype == "float16" if self.use_dynamic_loss_scaling is None else self.use_dynamic_loss_scaling
+
+    @property
+    def dynamic(self) -> bool:
+        return self.dtype == "float16" and self.dynamic_asked
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the loss is multiplied by a scale: dynamically, or by a static scale other than 1 (asked to scale
+        bfloat16 dynamically, Paddle sets its scale to 1 instead)."""
+        return self.dynamic or (not self.dynamic_asked and self.init_loss_scaling != 1.0)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+@register_pass
+class AmpPass(Pass):
+    """Forward casts, the scaled loss, its backward, the unscaling and the optimizer's updates, in one pass (each step
+    needs the one before: the backward differentiates the scaled loss, the optimizer skips on its flag). The result
+    is the startup program: the optimizer's, with the loss-scaling vars first."""
+    name = "amp"
+
+    def __init__(self, options: AmpOptions | None = None, backward: BackwardPass | None = None,
+                 optimizer: Optimizer | None = None, param_attrs: Mapping[str, ParamAttr] | None = None):
+        from ..optimizers import make_optimizer   # here: the registry builds passes without arguments
+        self.options = options or AmpOptions()
+        self.backward = backward or BackwardPass()
+        self.optimizer = optimizer or make_optimizer("sgd")
+        self.param_attrs = param_attrs
+        self.loss: str | None = None   # the loss before scaling, once applied
+        self.casts = 0                 # the casts the forward got
+
+    def requires(self, program: Program) -> None:
+        if any(roles.has_role(op, roles.BACKWARD) for op in program.global_block.ops):
+            raise self.fail("the program already has backward ops: give the forward program (the pass appends the "
+                            "backward of the scaled loss itself)")
+        if len(program.blocks) > 1:
+            raise self.fail(f"the program has {len(program.blocks)} blocks: mixed precision rewrites block 0 only, and "
+                            f"control flow (conditional_block, while) is not supported")
+        if len(self.backward.losses) > 1:
+            raise self.fail("one loss only: decorate scales a single loss")
+
+    def apply(self, program: Program) -> Program:
+        block, options = program.global_block, self.options
+        self.loss = self.backward.losses[0] if self.backward.losses else default_loss(program)
+        if self.loss is None:
+            raise self.fail("no loss: name it (--loss)")
+        self.casts = rewrite(block, options.level, LOW[options.dtype])
+        loss = self.loss
+        if block.var(loss).dtype != VarType.FP32:   # O2's loss: decorate scales its float32 cast
+            loss = _append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
+        scaling = _scaling_vars(block, options) if options.scaled else {}
+        if scaling:
+            scaled = block.create_var(block.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
+            mul = complete(make_op("elementwise_mul", {"X": [loss], "Y": [scaling["loss_scaling"]]},
+                                   {"Out": [scaled]}, {"axis": -1, "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0}))
+            roles.set_role(mul, roles.FORWARD)
+            block.ops.append(mul)
+            loss = scaled
+        self.backward.losses = [loss]
+        pairs = self.backward(program)
+        self.backward.losses, self.backward.losses_used = [self.loss], [self.loss]
+        _move_gradient_casts(block, pairs)
+        emit = Emitter(program)
+        found = _unscale(emit, pairs, scaling, options) if scaling else None
+        self.optimizer.multi_precision = True   # decorate's master_weight=None: float32 masters of low parameters
+        if found is not None and self.optimizer.type in SKIPPING:
+            self.optimizer.skip_update = emit.temporary("memcpy_{}.tmp_0", block.var(found).shape, VarType.BOOL)
+            emit.op("memcpy", {"X": [found]}, {"Out": [self.optimizer.skip_update]}, {"dst_place_type": 0},
+                    role_var=[])
+        startup = self.optimizer.apply(program, self.param_attrs, pairs)
+        _rate_of_shape_one(program, startup)
+        for name, (dtype, value) in _initial(options).items():
+            if name in scaling:
+                fill = emit.fill_constant(scaling[name], [1], dtype, value)
+                roles.set_role(fill, roles.FORWARD)
+                startup.global_block.create_var(scaling[name], [1], dtype, persistable=True, stop_gradient=True)
+                startup.global_block.ops.insert(list(scaling).index(name), fill)
+        return startup
+
+    def ensures(self, program: Program) -> None:
+        """No op of the white list reads a float32 tensor, none of the black list a low-precision one."""
+        block, low = program.global_block, LOW[self.options.dtype]
+        for idx, op in enumerate(block.ops):
+            if roles.has_role(op, roles.BACKWARD) or roles.has_role(op, roles.OPTIMIZE):
+                continue
+            if any("learning_rate" in name for name in op.input_names()):   # kept float32, as in Paddle
+                continue
+            wrong = (VarType.FP32 if op.type in white_list(self.options.dtype) else
+                     low if op.type in black_list(self.options.level) else None)
+            for slot, args in op.inputs.items():
+                for name in args:
+                    var = block.find_var(name)
+                    if wrong is not None and var is not None and var.dtype == wrong and not (
+                            wrong == VarType.FP32 and keeps_float32_input(op.type, slot)):
+                        raise self.fail(f"block 0, op {idx} ({op.type}) reads {name} in the wrong format")
+
+
+def _rate_of_shape_one(program: Program, startup: Program) -> None:
+    """decorate declares a learning rate given as a number [1], where the optimizer alone declares it []."""
+    rates = {name for op in program.global_block.ops for name in op.input("LearningRate")}
+    for op in startup.global_block.ops:
+        name = op.output("Out")[0] if op.type == "fill_constant" else None
+        if name in rates and program.global_block.var(name).shape == []:
+            op.set_attr("shape", [1])
+            for block in (program.global_block, startup.global_block):
+                block.var(name).shape = [1]
+
+
+def _initial(options: AmpOptions) -> dict[str, tuple[int, float]]:
+    return {"loss_scaling": (VarType.FP32, options.init_loss_scaling), "num_good_steps": (VarType.INT32, 0),
+            "num_bad_steps": (VarType.INT32, 0)}
+
+
+def _scaling_vars(block: Block, options: AmpOptions) -> dict[str, str]:
+    """loss_scaling_0 (and, scaling dynamically, num_good_steps_0 and num_bad_steps_0): persistable [1] vars."""
+    names = {}
+    for name, (dtype, _) in _initial(options).items():
+        if name == "loss_scaling" or options.dynamic:
+            names[name] = block.create_var(block.unused_name(name + "_{}"), [1], dtype, persistable=True,
+                                           stop_gradient=True).name
+    return names
+
+
+# ---------------------------------------------------------------- the forward's casts (Paddle's cast_model_to_fp16)
+def rewrite(block: Block, level: str, low: int) -> int:
+    """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
+    white, black = white_list("float16" if low == VarType.FP16 else "bfloat16"), black_list(level)
+    if level == "O2":
+        _lower_parameters(block, low, black)
+    writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
+    high_ops, low_ops = set(), set()
+    for op in list(block.ops):
+        if not _takes_format(block, op):
+            continue
+        names = op.input_names() + op.output_names()
+        if any("learning_rate" in name for name in names) or op.type in black:
+            high_ops.add(id(op))
+            _set_outputs(block, op, VarType.FP32)
+        elif op.type in white:
+            low_ops.add(id(op))
+            _set_outputs(block, op, low)
+        elif op.type == "cast":
+            op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
+            block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
+        else:
+            fmt = _follow(block, op, writers, high_ops, low_ops, white, black, low) if level == "O1" else low
+            (low_ops if fmt == low else high_ops).add(id(op))
+            _set_outputs(block, op, fmt)
+    casts, idx = 0, 0
+    while idx < len(block.ops):
+        op = block.ops[idx]
+        added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
+                 _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
+        casts += added
+        idx += added + 1
+    return casts
+
+
+def _lower_parameters(block: Block, low: int, black: frozenset[str]) -> None:
+    """O2: every parameter in the low format but those a normalisation op reads as its scale or bias."""
+    kept = {name for op in block.ops if op.type not in black for slot, args in op.inputs.items()
+            if keeps_float32_input(op.type, slot) for name in args}
+    for name, var in block.vars.items():
+        if var.is_parameter and name not in kept:
+            var.dtype = low
+
+
+def _takes_format(block: Block, op: OpDesc) -> bool:
+    """Paddle's need_process: not an op whose inputs are all non-float, nor a reader, nor one that makes a tensor of
+    a float dtype its attribute names (fill_constant, uniform_random)."""
+    names = op.input_names()
+    if names and not any(_float_tensor(block, name) for name in names):
+        return False
+    if op.type == "set_value":
+        return True
+    if op.type in ("create_py_reader", "read"):
+        return False
+    return "in_dtype" in op.attrs or not any(op.attrs.get(attr) in FLOATS for attr in ("out_dtype", "dtype"))
+
+
+def _float_tensor(block: Block, name: str) -> bool:
+    var = block.find_var(name)
+    return var is None or (var.type == VarType.DENSE_TENSOR and var.dtype in (VarType.FP32, VarType.FP16, VarType.BF16))
+
+
+def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
+    """A gray op's format at O1: the format of the op that wrote its inputs (the last input's decides); low when no
+    input was written by an op. Any other op: float32."""
+    if op.type not in GRAY:
+        return VarType.FP32
+    fmt = low
+    for name in op.input_names():
+        writer = writers.get(name)
+        if writer is op:   # in place: the writer before it
+            writer = next((prev for prev in reversed(block.ops[:block.ops.index(op)])
+                           if name in prev.output_names()), None)
+        if writer is None:
+            continue
+        if id(writer) in high_ops or writer.type in black:
+            fmt = VarType.FP32
+        elif id(writer) in low_ops or writer.type in white:
+            fmt = low
+    return fmt
+
+
+def _set_outputs(block: Block, op: OpDesc, dtype: int) -> None:
+    for slot, args in op.outputs.items():
+        if keeps_float32_output(op.type, slot):
+            continue
+        for name in args:
+            var = block.find_var(name)
+            if var is not None and var.type in TENSORS and var.dtype in FLOATS:
+                var.dtype = dtype
+
+
+def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -> int:
+    """Cast the op's ``source`` inputs to ``target`` in front of it (each cast once: ``x.cast_fp16`` serves every
+    later reader); the casts inserted."""
+    inserted = 0
+    for slot in sorted(op.inputs):   # Paddle's slots are a sorted map; each cast goes in front of the one before
+        if source == VarType.FP32 and keeps_float32_input(op.type, slot):
+            continue
+        for name in list(op.inputs[slot]):
+            var = block.find_var(name)
+            if var is None or var.type not in TENSORS or var.dtype == target:
+                continue
+            cast_name = name + (".cast_fp32" if target == VarType.FP32 else ".cast_fp16")
+            cast_var = block.find_var(cast_name)
+            if cast_var is None or cast_var.dtype != target:
+                if var.dtype != source:
+                    continue
+                _append_cast(block, name, cast_name, target, idx, roles.FORWARD if "op_role" not in op.attrs
+                             else op.attrs["op_role"])
+                inserted += 1
+            _rename(op, name, cast_name)
+    for attr in ("in_dtype", "out_dtype", "dtype"):
+        if op.attrs.get(attr) in FLOATS:
+            op.set_attr(attr, int(target))
+    return inserted
+
+
+def _append_cast(block: Block, name: str, out: str, dtype: int, idx: int, role: int = roles.FORWARD) -> str:
+    var = block.var(name)
+    block.create_var(out, var.shape, dtype, stop_gradient=var.stop_gradient)
+    cast = complete(make_op("cast", {"X": [name]}, {"Out": [out]},
+                            {"in_dtype": int(var.dtype), "out_dtype": int(dtype)}))
+    roles.set_role(cast, role)
+    block.ops.insert(idx, cast)
+    return out
+
+
+def _rename(op: OpDesc, old: str, new: str) -> None:
+    for slots in (op.inputs, op.outputs):
+        for slot, args in slots.items():
+            slots[slot] = [new if arg == old else arg for arg in args]
+
+
+# ---------------------------------------------------------------- after the backward
+def _move_gradient_casts(block: Block, pairs: list[tuple[str, str]]) -> None:
+    """Paddle's update_role_var_grad: the cast of a float32 parameter's low-precision gradient moves to the end (an
+    optimize op), and the op that wrote the low gradient carries the parameter's op_role_var."""
+    for param, grad in pairs:
+        writer = next((op for op in reversed(block.ops) if grad in op.output_names()), None)
+        if writer is None or writer.type != "cast" or block.var(grad).dtype != VarType.FP32:
+            continue
+        low_grad = writer.input("X")[0]
+        idx = block.ops.index(writer)
+        producer = next(op for op in reversed(block.ops[:idx]) if low_grad in op.output_names())
+        role_var = [name for name in producer.attrs.get("op_role_var", []) if name not in (param, low_grad)]
+        producer.set_attr("op_role_var", [param, low_grad, *role_var], AttrType.STRINGS)
+        writer.attrs.pop("op_role_var", None)
+        writer.attr_types.pop("op_role_var", None)
+        writer.set_attr("op_role", roles.OPTIMIZE, AttrType.INT)
+        block.ops.append(block.ops.pop(idx))
+
+
+def _unscale(emit: Emitter, pairs: list[tuple[str, str]], scaling: dict[str, str], options: AmpOptions) -> str:
+    """check_finite_and_unscale (one for all gradients at O1; at O2 one for the float32 ones, one for the low ones,
+    their flags joined by concat and reduce_any) and, scaling dynamically, update_loss_scaling; the flag's var."""
+    block, scale = emit.block, scaling["loss_scaling"]
+    grads = [grad for _, grad in pairs]
+    if options.level == "O1":
+        groups = [("find_infinite_scale", grads)]
+    else:
+        groups = [(name, group) for name, group in
+                  (("find_infinite_scale_fp32", [g for g in grads if block.var(g).dtype == VarType.FP32]),
+                   ("find_infinite_scale_fp16", [g for g in grads if block.var(g).dtype != VarType.FP32])) if group]
+    flags = []
+    for name, group in groups:
+        flags.append(emit.temporary(name + ".tmp_{}", [1], VarType.BOOL))
+        emit.op("check_finite_and_unscale", {"X": group, "Scale": [scale]},
+                {"Out": group, "FoundInfinite": [flags[-1]]}, role_var=group)
+    found = flags[0]
+    if len(flags) > 1:
+        joined = emit.temporary("concat_{}.tmp_0", [len(flags)], VarType.BOOL)
+        emit.op("concat", {"X": flags}, {"Out": [joined]}, {"axis": 0}, role_var=[])
+        found = emit.temporary("reduce_any_{}.tmp_0", [], VarType.BOOL)
+        emit.op("reduce_any", {"X": [joined]}, {"Out": [found]}, {"dim": [0], "reduce_all": True}, role_var=[])
+    if options.dynamic:
+        for stop, (_, group) in enumerate(groups):
+            emit.op("update_loss_scaling",
+                    {"X": group, "FoundInfinite": [found], "PrevLossScaling": [scale],
+                     "InGoodSteps": [scaling["num_good_steps"]], "InBadSteps": [scaling["num_bad_steps"]]},
+                    {"Out": group, "LossScaling": [scale], "OutGoodSteps": [scaling["num_good_steps"]],
+                     "OutBadSteps": [scaling["num_bad_steps"]]},
+                    {"incr_every_n_steps": options.incr_every_n_steps,
+                     "decr_every_n_nan_or_inf": options.decr_every_n_nan_or_inf, "incr_ratio": options.incr_ratio,
+                     "decr_ratio": options.decr_ratio, "stop_update": stop > 0}, role_var=[])
+    return found

@@ -1,0 +1,146 @@
+"""Fixtures for `gradc compile --amp`: small models built with Paddle 3.3.1's layers in legacy static mode, each saved
+as its plain float32 forward program (before decorate) and as the training program paddle.static.amp.decorate writes
+for it, with the numbers Paddle's training of it gives.
+
+Models: mlp (Linear 8 -> 16, relu, Linear 16 -> 4, cross_entropy), cnn (Conv2D 1 -> 4, BatchNorm2D, relu,
+max_pool2d, flatten, Linear 64 -> 3, cross_entropy) and block (Linear 8 -> 16, LayerNorm, softmax(h h^T / 4) h,
+Linear + gelu, Linear to 1, mse_loss). Cases: (model, level, dtype, optimizer, the steps whose batch holds an inf).
+
+The casts decorate writes depend on the ops the device runs in the format; a CPU build supports none and casts nothing,
+so train.pb is written as a CUDA build writes it (tools/paddle_gpu_amp_static.py's CudaBuild). Paddle's CPU build
+cannot run those float16 / bfloat16 programs (no float16 matmul_v2 or conv2d kernels, bfloat16 matmul_v2_grad
+crashes), so the numbers are the CPU build's run of the same decorate (float32 with the loss-scaling ops), same seed
+and batches: the loss scale and counters are exact there, losses and weights the reference at the format's precision.
+
+Into tests/data/paddle/amp_compile/<case>/: forward.pb (float32, before decorate), train.pb and startup.pb (the CUDA
+build's), init.npz (its persistables after Paddle's startup and, at O2, amp_init), feeds.npz (a batch per step),
+final.npz (the CPU build's persistables after the last step), meta.json (losses, loss scale and counters per step,
+options, the loss's name). Not part of the package: it needs paddlepaddle.
+
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_amp_compile.py [case ...]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+import paddle_legacy_shim
+from paddle.static import amp
+from paddle_gpu_amp_static import CudaBuild
+from paddle_optimizer_fixtures import Persistables, serialize
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "amp_compile"
+STEPS, BATCH, SEED = 6, 4, 21
+SCALING = ("loss_scaling_0", "num_good_steps_0", "num_bad_steps_0")
+OPTIONS = {"init_loss_scaling": 1024.0, "incr_every_n_steps": 2, "decr_every_n_nan_or_inf": 1, "incr_ratio": 2.0,
+           "decr_ratio": 0.5}
+
+
+def mlp(x, y):
+    hidden = F.relu(paddle.nn.Linear(8, 16)(x))
+    return F.cross_entropy(paddle.nn.Linear(16, 4)(hidden), y)
+
+
+def cnn(x, y):
+    conv = paddle.nn.Conv2D(1, 4, 3, padding=1)
+    hidden = paddle.flatten(F.max_pool2d(F.relu(paddle.nn.BatchNorm2D(4)(conv(x))), 2), 1)
+    return F.cross_entropy(paddle.nn.Linear(64, 3)(hidden), y)
+
+
+def block(x, y):
+    hidden = paddle.nn.LayerNorm(16)(paddle.nn.Linear(8, 16)(x))
+    attended = paddle.matmul(F.softmax(paddle.matmul(hidden, hidden, transpose_y=True) / 4.0), hidden)
+    return F.mse_loss(paddle.nn.Linear(16, 1)(F.gelu(paddle.nn.Linear(16, 16)(attended))), y)
+
+
+MODELS = {"mlp": (mlp, [-1, 8], ([-1, 1], "int64", 4)), "cnn": (cnn, [-1, 1, 8, 8], ([-1, 1], "int64", 3)),
+          "block": (block, [-1, 6, 8], ([-1, 6, 1], "float32", None))}
+CASES = {
+    "mlp_o1_float16_adam": ("mlp", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (2, 3)),
+    "cnn_o1_float16_momentum": ("cnn", "O1", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (3,)),
+    "mlp_o1_bfloat16_sgd": ("mlp", "O1", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),
+    "block_o2_float16_adam": ("block", "O2", "float16", lambda: paddle.optimizer.Adam(0.01), (4,)),
+    "block_o2_bfloat16_adamw": ("block", "O2", "bfloat16", lambda: paddle.optimizer.AdamW(0.01, weight_decay=0.05),
+                                ()),
+}
+
+
+def programs(case: str, cuda: bool):
+    model, level, dtype, make, _ = CASES[case]
+    build, x_shape, (y_shape, y_dtype, _) = MODELS[model]
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = SEED
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        loss = build(paddle.static.data("x", x_shape, "float32"), paddle.static.data("y", y_shape, y_dtype))
+        forward = main.clone()
+        with CudaBuild() if cuda else contextlib.nullcontext():   # only the CUDA build's decorate casts
+            optimizer = amp.decorate(make(), level=level, dtype=dtype,
+                                     use_dynamic_loss_scaling=dtype == "float16", **OPTIONS)
+            optimizer.minimize(loss)
+    return main, startup, optimizer, forward, loss.name
+
+
+def batches(case: str) -> list[dict]:
+    model, *_, bad = CASES[case]
+    _, x_shape, (y_shape, y_dtype, classes) = MODELS[model]
+    rng = np.random.default_rng(SEED)
+    feeds = []
+    for step in range(STEPS):
+        x = rng.standard_normal([BATCH, *x_shape[1:]]).astype("float32")
+        y = (rng.integers(0, classes, [BATCH, *y_shape[1:]]) if classes else
+             rng.standard_normal([BATCH, *y_shape[1:]])).astype(y_dtype)
+        if step in bad:
+            x.flat[5] = np.inf
+        feeds.append({"x": x, "y": y})
+    return feeds
+
+
+def write(case: str) -> str:
+    main, startup, optimizer, forward, loss = programs(case, cuda=True)
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        if optimizer._use_pure_fp16:
+            optimizer.amp_init(paddle.CPUPlace(), scope=scope)
+        init = Persistables(main, scope).read()
+    cpu_main, cpu_startup, _, _, _ = programs(case, cuda=False)
+    assert not any(op.type == "cast" for op in cpu_main.global_block().ops)   # the CPU build casts nothing
+    feeds = batches(case)
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    record = {"losses": [], **{name: [] for name in SCALING}}
+    with paddle.static.scope_guard(scope):
+        executor.run(cpu_startup)
+        for feed in feeds:
+            record["losses"].append(float(executor.run(cpu_main, feed=feed, fetch_list=[loss])[0]))
+            for name in SCALING:
+                var = scope.find_var(name)
+                if var is not None:
+                    record[name].append(np.asarray(var.get_tensor()).reshape(-1)[0].item())
+        final = Persistables(cpu_main, scope).read()
+    out = OUT / case
+    out.mkdir(parents=True, exist_ok=True)
+    for name, program in (("forward.pb", forward), ("train.pb", main), ("startup.pb", startup)):
+        (out / name).write_bytes(serialize(program))
+    np.savez_compressed(out / "init.npz", **init)
+    np.savez_compressed(out / "feeds.npz", **{key: np.stack([f[key] for f in feeds]) for key in feeds[0]})
+    np.savez_compressed(out / "final.npz", **final)
+    model, level, dtype, _, bad = CASES[case]
+    meta = {"case": case, "model": model, "level": level, "dtype": dtype, "seed": SEED, "steps": STEPS,
+            "bad_steps": list(bad), "loss": loss, "options": OPTIONS, "paddle_version": paddle.__version__,
+            "ops_train": [op.type for op in main.global_block().ops], **record}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return f"{case}: losses {np.round(record['losses'], 4).tolist()}, casts {meta['ops_train'].count('cast')}"
+
+
+if __name__ == "__main__":
+    paddle_legacy_shim.install()
+    paddle.enable_static()
+    for name in sys.argv[1:] or CASES:
+        print(write(name), flush=True)
+    sys.exit(0)
