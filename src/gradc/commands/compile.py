@@ -9,12 +9,13 @@ from functools import partial
 import click
 
 from ..backward.ungraded import warn_masks, warn_ungraded
+from ..cli_amp import amp_option_decorators, amp_options
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
-from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
@@ -61,6 +62,7 @@ from .name_globs import input_gradients, matching, with_gradients
               "and the warnings (which stderr shows too).")
 @memory_options
 @optimizer_options
+@amp_option_decorators
 def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_index, loss_of, train_mode, params,
             no_grad, wrt, test_mode, extra_passes, startup_out, no_verify, as_json, recompute, recompute_budget,
             accumulate, **optimizer_settings):
@@ -82,8 +84,12 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     param_lrs = optimizer_settings.pop("param_lrs")
     if param_lrs and optimizer_settings["optimizer"] is None:
         raise GradcError("--param-lr: only with --optimizer")
+    amp = amp_options(optimizer_settings)
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
+    if amp is not None and (optimizer is None or memory or len(losses) > 1):
+        raise click.UsageError("--amp: needs --optimizer (decorate wraps one), one loss, and neither --recompute nor "
+                               "--accumulate eager")
     if optimizer is not None and "optimizer" in extra_passes:
         raise GradcError("give --optimizer or --pass optimizer, not both")
     updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
@@ -113,7 +119,12 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         attrs = param_attrs(param_lrs, parameters)
         updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
         passes = [VerifyPass(), backward, *memory, *updating]
+        amp_pass = AmpPass(amp, backward, optimizer, attrs) if amp is not None else None
+        if amp_pass is not None:   # one pass: the backward of the scaled loss, the unscaling, the optimizer's updates
+            passes = [VerifyPass(), amp_pass]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+        if amp is not None:
+            results["backward"], results["optimizer"] = backward.pairs, results.pop("amp")
         exclusion, undecayed = decay_exclusion(optimizer), None
         if exclusion is not None:
             exclusion.check_matched([param for param, _ in results["backward"]])
@@ -142,6 +153,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
     if as_json:
         notes += [undecayed] if undecayed else []
+        notes += [amp_pass.summary()] if amp_pass is not None else []
         emit({"program": str(program), "output": str(output), "startup": str(startup_out) if updates else None,
               "ops_before": ops_before, "ops_after": prog.num_ops(), "loss": backward.loss_used,
               "losses": backward.losses_used,
@@ -156,6 +168,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     say("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
     for name, result in pass_results.items():
         say(f"{name}: {result}")
+    if amp_pass is not None:
+        say(amp_pass.summary())
     if len(backward.losses_used) > 1:
         say(f"the gradients are those of the sum of the losses {' + '.join(backward.losses_used)}")
     said_inputs = f", {len(inputs)} input gradient{'s' * (len(inputs) > 1)}" if inputs else ""

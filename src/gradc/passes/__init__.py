@@ -10,6 +10,6 @@ from .recompute import RecomputePass
 from .verify import VerifyPass
 
 __all__ = [
-    "PASSES", "AmpOptions", "AmpPass", "BackwardPass", "EagerAccumulationPass", "Float64Pass", "OptimizerPass", "Pass", "PassConditionError",
-    "Pipeline", "RecomputePass", "VerifyPass", "make_pass", "register_pass",
+    "PASSES", "AmpOptions", "AmpPass", "BackwardPass", "EagerAccumulationPass", "Float64Pass", "OptimizerPass", "Pass",
+    "PassConditionError", "Pipeline", "RecomputePass", "VerifyPass", "make_pass", "register_pass",
 ]

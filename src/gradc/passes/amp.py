@@ -16,19 +16,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..amp_lists import GRAY, black_list, keeps_float32_input, keeps_float32_output, white_list
+from ..amp_casts import append_cast, black_list, keeps_float32_input, rewrite, white_list
 from ..backward import default_loss
 from ..errors import GradcError
-from ..ir import AttrType, Block, OpDesc, Program, VarType, roles
-from ..optimizers import Optimizer, ParamAttr
+from ..ir import AttrType, Block, Program, VarType, roles
+from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
 from ..registry import make_op
 from .backward import BackwardPass
 from .base import Pass, register_pass
 
 LOW = {"float16": VarType.FP16, "bfloat16": VarType.BF16}
-FLOATS = frozenset({VarType.FP32, VarType.FP16, VarType.BF16, VarType.FP64})
-TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
 SKIPPING = ("adam", "adamw")   # the optimizers decorate hands the overflow flag (their SkipUpdate input)
 
 
@@ -92,13 +90,18 @@ class AmpPass(Pass):
 
     def __init__(self, options: AmpOptions | None = None, backward: BackwardPass | None = None,
                  optimizer: Optimizer | None = None, param_attrs: Mapping[str, ParamAttr] | None = None):
-        from ..optimizers import make_optimizer   # here: the registry builds passes without arguments
         self.options = options or AmpOptions()
         self.backward = backward or BackwardPass()
         self.optimizer = optimizer or make_optimizer("sgd")
         self.param_attrs = param_attrs
         self.loss: str | None = None   # the loss before scaling, once applied
         self.casts = 0                 # the casts the forward got
+
+    def summary(self) -> str:
+        options = self.options
+        scaling = (f"scaled dynamically from {options.init_loss_scaling:g}" if options.dynamic else
+                   f"scaled by {options.init_loss_scaling:g}" if options.scaled else "not scaled")
+        return f"amp: {options.level} {options.dtype}, {self.casts} casts, the loss {self.loss} {scaling}"
 
     def requires(self, program: Program) -> None:
         if any(roles.has_role(op, roles.BACKWARD) for op in program.global_block.ops):
@@ -118,7 +121,7 @@ class AmpPass(Pass):
         self.casts = rewrite(block, options.level, LOW[options.dtype])
         loss = self.loss
         if block.var(loss).dtype != VarType.FP32:   # O2's loss: decorate scales its float32 cast
-            loss = _append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
+            loss = append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
         scaling = _scaling_vars(block, options) if options.scaled else {}
         if scaling:
             scaled = block.create_var(block.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
@@ -190,140 +193,6 @@ def _scaling_vars(block: Block, options: AmpOptions) -> dict[str, str]:
             names[name] = block.create_var(block.unused_name(name + "_{}"), [1], dtype, persistable=True,
                                            stop_gradient=True).name
     return names
-
-
-# ---------------------------------------------------------------- the forward's casts (Paddle's cast_model_to_fp16)
-def rewrite(block: Block, level: str, low: int) -> int:
-    """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
-    white, black = white_list("float16" if low == VarType.FP16 else "bfloat16"), black_list(level)
-    if level == "O2":
-        _lower_parameters(block, low, black)
-    writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
-    high_ops, low_ops = set(), set()
-    for op in list(block.ops):
-        if not _takes_format(block, op):
-            continue
-        names = op.input_names() + op.output_names()
-        if any("learning_rate" in name for name in names) or op.type in black:
-            high_ops.add(id(op))
-            _set_outputs(block, op, VarType.FP32)
-        elif op.type in white:
-            low_ops.add(id(op))
-            _set_outputs(block, op, low)
-        elif op.type == "cast":
-            op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
-            block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
-        else:
-            fmt = _follow(block, op, writers, high_ops, low_ops, white, black, low) if level == "O1" else low
-            (low_ops if fmt == low else high_ops).add(id(op))
-            _set_outputs(block, op, fmt)
-    casts, idx = 0, 0
-    while idx < len(block.ops):
-        op = block.ops[idx]
-        added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
-                 _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
-        casts += added
-        idx += added + 1
-    return casts
-
-
-def _lower_parameters(block: Block, low: int, black: frozenset[str]) -> None:
-    """O2: every parameter in the low format but those a normalisation op reads as its scale or bias."""
-    kept = {name for op in block.ops if op.type not in black for slot, args in op.inputs.items()
-            if keeps_float32_input(op.type, slot) for name in args}
-    for name, var in block.vars.items():
-        if var.is_parameter and name not in kept:
-            var.dtype = low
-
-
-def _takes_format(block: Block, op: OpDesc) -> bool:
-    """Paddle's need_process: not an op whose inputs are all non-float, nor a reader, nor one that makes a tensor of
-    a float dtype its attribute names (fill_constant, uniform_random)."""
-    names = op.input_names()
-    if names and not any(_float_tensor(block, name) for name in names):
-        return False
-    if op.type == "set_value":
-        return True
-    if op.type in ("create_py_reader", "read"):
-        return False
-    return "in_dtype" in op.attrs or not any(op.attrs.get(attr) in FLOATS for attr in ("out_dtype", "dtype"))
-
-
-def _float_tensor(block: Block, name: str) -> bool:
-    var = block.find_var(name)
-    return var is None or (var.type == VarType.DENSE_TENSOR and var.dtype in (VarType.FP32, VarType.FP16, VarType.BF16))
-
-
-def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
-    """A gray op's format at O1: the format of the op that wrote its inputs (the last input's decides); low when no
-    input was written by an op. Any other op: float32."""
-    if op.type not in GRAY:
-        return VarType.FP32
-    fmt = low
-    for name in op.input_names():
-        writer = writers.get(name)
-        if writer is op:   # in place: the writer before it
-            writer = next((prev for prev in reversed(block.ops[:block.ops.index(op)])
-                           if name in prev.output_names()), None)
-        if writer is None:
-            continue
-        if id(writer) in high_ops or writer.type in black:
-            fmt = VarType.FP32
-        elif id(writer) in low_ops or writer.type in white:
-            fmt = low
-    return fmt
-
-
-def _set_outputs(block: Block, op: OpDesc, dtype: int) -> None:
-    for slot, args in op.outputs.items():
-        if keeps_float32_output(op.type, slot):
-            continue
-        for name in args:
-            var = block.find_var(name)
-            if var is not None and var.type in TENSORS and var.dtype in FLOATS:
-                var.dtype = dtype
-
-
-def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -> int:
-    """Cast the op's ``source`` inputs to ``target`` in front of it (each cast once: ``x.cast_fp16`` serves every
-    later reader); the casts inserted."""
-    inserted = 0
-    for slot in sorted(op.inputs):   # Paddle's slots are a sorted map; each cast goes in front of the one before
-        if source == VarType.FP32 and keeps_float32_input(op.type, slot):
-            continue
-        for name in list(op.inputs[slot]):
-            var = block.find_var(name)
-            if var is None or var.type not in TENSORS or var.dtype == target:
-                continue
-            cast_name = name + (".cast_fp32" if target == VarType.FP32 else ".cast_fp16")
-            cast_var = block.find_var(cast_name)
-            if cast_var is None or cast_var.dtype != target:
-                if var.dtype != source:
-                    continue
-                _append_cast(block, name, cast_name, target, idx, roles.FORWARD if "op_role" not in op.attrs
-                             else op.attrs["op_role"])
-                inserted += 1
-            _rename(op, name, cast_name)
-    for attr in ("in_dtype", "out_dtype", "dtype"):
-        if op.attrs.get(attr) in FLOATS:
-            op.set_attr(attr, int(target))
-    return inserted
-
-
-def _append_cast(block: Block, name: str, out: str, dtype: int, idx: int, role: int = roles.FORWARD) -> str:
-    var = block.var(name)
-    block.create_var(out, var.shape, dtype, stop_gradient=var.stop_gradient)
-    cast = complete(make_op("cast", {"X": [name]}, {"Out": [out]},
-                            {"in_dtype": int(var.dtype), "out_dtype": int(dtype)}))
-    roles.set_role(cast, role)
-    block.ops.insert(idx, cast)
-    return out
-
-
-def _rename(op: OpDesc, old: str, new: str) -> None:
-    for slots in (op.inputs, op.outputs):
-        for slot, args in slots.items():
-            slots[slot] = [new if arg == old else arg for arg in args]
 
 
 # ---------------------------------------------------------------- after the backward

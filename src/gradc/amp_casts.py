@@ -1,0 +1,204 @@
+"""The casts of mixed precision, as Paddle 3.3.1's cast_model_to_fp16 writes them on a CUDA build, and the lists
+they follow (paddle/amp/amp_lists.py, paddle/static/amp/fp16_lists.py, with decorate's defaults): white ops compute in
+float16 / bfloat16, black ops in float32, a gray op follows the op that wrote its inputs; the scale, bias and
+statistics of normalisation ops stay float32. passes/amp.py is the pass that uses them."""
+
+from __future__ import annotations
+
+from .ir import Block, OpDesc, VarType, roles
+from .optimizers.emit import complete
+from .registry import make_op
+
+FLOATS = frozenset({VarType.FP32, VarType.FP16, VarType.BF16, VarType.FP64})
+TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
+
+WHITE = frozenset({"conv2d", "einsum", "matmul", "matmul_v2", "linear_v2", "max_pool2d_with_index", "mul",
+                   "fused_gemm_epilogue", "fused_rotary_position_embedding", "flash_attn"})
+# float16 only: fake quantization, the fused transformer ops, and two fused ops of ResNet
+WHITE_FLOAT16 = WHITE | {"fake_quantize_dequantize_abs_max", "fake_quantize_dequantize_moving_average_abs_max",
+                         "fused_attention", "fused_feedforward", "resnet_unit", "fused_bn_add_activation"}
+BLACK_DEFAULT = frozenset({
+    "tan", "acos", "asin", "sinh", "cosh", "atanh", "tanh_shrink", "erfinv", "exp", "expm1", "log", "log10", "log2",
+    "reciprocal", "rsqrt", "pow", "square", "reduce_sum", "mean", "reduce_mean", "reduce_prod", "cumprod", "cumsum",
+    "dist", "pnorm", "frobenius_norm", "renorm", "group_norm", "layer_norm", "softmax", "softmin", "softplus",
+    "log_softmax", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits", "c_softmax_with_cross_entropy",
+    "c_softmax_with_multi_label_cross_entropy", "cross_entropy", "cross_entropy2", "nll_loss", "huber_loss",
+    "triplet_margin_loss", "log_loss", "hsigmoid_loss", "margin_cross_entropy"})
+# black at every level: O2 computes everything else in the low format
+BLACK_ALWAYS = frozenset({"linear_interp_v2", "nearest_interp_v2", "bilinear_interp_v2", "bicubic_interp_v2",
+                          "trilinear_interp_v2", "lookup_table", "lookup_table_v2", "scatter"})
+GRAY = frozenset({
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_max", "elementwise_min",
+    "elementwise_pow", "elementwise_mod", "elementwise_floordiv", "batch_norm", "layer_norm", "tanh", "sigmoid",
+    "top_k", "pool2d", "pool3d", "dropout", "relu", "relu6", "leaky_relu", "soft_relu", "flatten2", "stack",
+    "unstack", "uniform_random", "uniform_random_batch_size_like", "gaussian_random", "slice", "rank", "scale",
+    "transpose2", "reshape2", "gather", "fill_constant", "get_tensor_from_selected_rows", "sign", "cast",
+    "fused_bn_add_activation", "c_identity", "c_concat", "all_reduce", "concat", "split", "fused_feedforward",
+    "fused_attention", "fused_multi_transformer"})
+
+
+def white_list(dtype: str) -> frozenset[str]:
+    return WHITE_FLOAT16 if dtype == "float16" else WHITE
+
+
+def black_list(level: str) -> frozenset[str]:
+    return BLACK_DEFAULT | BLACK_ALWAYS if level == "O1" else BLACK_ALWAYS
+
+
+def keeps_float32_input(op_type: str, slot: str) -> bool:
+    """A slot of a normalisation op that stays float32 (its scale, bias and statistics) whatever the op's format."""
+    if op_type in ("batch_norm", "layer_norm", "instance_norm"):
+        return slot != "X"
+    if op_type == "fused_bn_add_activation":
+        return slot not in ("X", "Z")
+    if op_type == "resnet_unit":
+        return slot not in ("X", "FilterX", "Z", "FilterZ")
+    if op_type in ("fused_attention", "fused_feedforward"):
+        return slot in ("LnScale", "LnBias", "Ln2Scale", "Ln2Bias", "Ln1Scale", "Ln1Bias")
+    if op_type == "fused_multi_transformer":
+        return slot in ("LnScale", "LnBias", "FFNLnScale", "FFNLnBias")
+    return False
+
+
+def keeps_float32_output(op_type: str, slot: str) -> bool:
+    """An output slot that stays float32: the statistics of batch and layer norm, the fused ops' norms'."""
+    if op_type in ("batch_norm", "fused_bn_add_activation", "layer_norm"):
+        return slot != "Y"
+    if op_type == "resnet_unit":
+        return slot not in ("Y", "ConvX", "ConvZ")
+    if op_type in ("fused_attention", "fused_feedforward"):
+        return slot in ("LnMean", "LnVariance", "Ln2Mean", "Ln2Variance", "Ln1Mean", "Ln1Variance")
+    return False
+
+
+def rewrite(block: Block, level: str, low: int) -> int:
+    """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
+    white, black = white_list("float16" if low == VarType.FP16 else "bfloat16"), black_list(level)
+    if level == "O2":
+        _lower_parameters(block, low, black)
+    writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
+    high_ops, low_ops = set(), set()
+    for op in list(block.ops):
+        if not _takes_format(block, op):
+            continue
+        names = op.input_names() + op.output_names()
+        if any("learning_rate" in name for name in names) or op.type in black:
+            high_ops.add(id(op))
+            _set_outputs(block, op, VarType.FP32)
+        elif op.type in white:
+            low_ops.add(id(op))
+            _set_outputs(block, op, low)
+        elif op.type == "cast":
+            op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
+            block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
+        else:
+            fmt = _follow(block, op, writers, high_ops, low_ops, white, black, low) if level == "O1" else low
+            (low_ops if fmt == low else high_ops).add(id(op))
+            _set_outputs(block, op, fmt)
+    casts, idx = 0, 0
+    while idx < len(block.ops):
+        op = block.ops[idx]
+        added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
+                 _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
+        casts += added
+        idx += added + 1
+    return casts
+
+
+def _lower_parameters(block: Block, low: int, black: frozenset[str]) -> None:
+    """O2: every parameter in the low format but those a normalisation op reads as its scale or bias."""
+    kept = {name for op in block.ops if op.type not in black for slot, args in op.inputs.items()
+            if keeps_float32_input(op.type, slot) for name in args}
+    for name, var in block.vars.items():
+        if var.is_parameter and name not in kept:
+            var.dtype = low
+
+
+def _takes_format(block: Block, op: OpDesc) -> bool:
+    """Paddle's need_process: not an op whose inputs are all non-float, nor a reader, nor one that makes a tensor of
+    a float dtype its attribute names (fill_constant, uniform_random)."""
+    names = op.input_names()
+    if names and not any(_float_tensor(block, name) for name in names):
+        return False
+    if op.type == "set_value":
+        return True
+    if op.type in ("create_py_reader", "read"):
+        return False
+    return "in_dtype" in op.attrs or not any(op.attrs.get(attr) in FLOATS for attr in ("out_dtype", "dtype"))
+
+
+def _float_tensor(block: Block, name: str) -> bool:
+    var = block.find_var(name)
+    return var is None or (var.type == VarType.DENSE_TENSOR and var.dtype in (VarType.FP32, VarType.FP16, VarType.BF16))
+
+
+def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
+    """A gray op's format at O1: the format of the op that wrote its inputs (the last input's decides); low when no
+    input was written by an op. Any other op: float32."""
+    if op.type not in GRAY:
+        return VarType.FP32
+    fmt = low
+    for name in op.input_names():
+        writer = writers.get(name)
+        if writer is op:   # in place: the writer before it
+            writer = next((prev for prev in reversed(block.ops[:block.ops.index(op)])
+                           if name in prev.output_names()), None)
+        if writer is None:
+            continue
+        if id(writer) in high_ops or writer.type in black:
+            fmt = VarType.FP32
+        elif id(writer) in low_ops or writer.type in white:
+            fmt = low
+    return fmt
+
+
+def _set_outputs(block: Block, op: OpDesc, dtype: int) -> None:
+    for slot, args in op.outputs.items():
+        if keeps_float32_output(op.type, slot):
+            continue
+        for name in args:
+            var = block.find_var(name)
+            if var is not None and var.type in TENSORS and var.dtype in FLOATS:
+                var.dtype = dtype
+
+
+def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -> int:
+    """Cast the op's ``source`` inputs to ``target`` in front of it (each cast once: ``x.cast_fp16`` serves every
+    later reader); the casts inserted."""
+    inserted = 0
+    for slot in sorted(op.inputs):   # Paddle's slots are a sorted map; each cast goes in front of the one before
+        if source == VarType.FP32 and keeps_float32_input(op.type, slot):
+            continue
+        for name in list(op.inputs[slot]):
+            var = block.find_var(name)
+            if var is None or var.type not in TENSORS or var.dtype == target:
+                continue
+            cast_name = name + (".cast_fp32" if target == VarType.FP32 else ".cast_fp16")
+            cast_var = block.find_var(cast_name)
+            if cast_var is None or cast_var.dtype != target:
+                if var.dtype != source:
+                    continue
+                append_cast(block, name, cast_name, target, idx, roles.FORWARD if "op_role" not in op.attrs
+                             else op.attrs["op_role"])
+                inserted += 1
+            _rename(op, name, cast_name)
+    for attr in ("in_dtype", "out_dtype", "dtype"):
+        if op.attrs.get(attr) in FLOATS:
+            op.set_attr(attr, int(target))
+    return inserted
+
+
+def append_cast(block: Block, name: str, out: str, dtype: int, idx: int, role: int = roles.FORWARD) -> str:
+    var = block.var(name)
+    block.create_var(out, var.shape, dtype, stop_gradient=var.stop_gradient)
+    cast = complete(make_op("cast", {"X": [name]}, {"Out": [out]},
+                            {"in_dtype": int(var.dtype), "out_dtype": int(dtype)}))
+    roles.set_role(cast, role)
+    block.ops.insert(idx, cast)
+    return out
+
+
+def _rename(op: OpDesc, old: str, new: str) -> None:
+    for slots in (op.inputs, op.outputs):
+        for slot, args in slots.items():
+            slots[slot] = [new if arg == old else arg for arg in args]

@@ -1,0 +1,57 @@
+"""The mixed-precision options of `gradc compile` (gradc.passes.amp): --amp O1|O2, --amp-dtype, and the loss scaling
+of paddle.static.amp.decorate under its argument names. They reach the command as keyword arguments; ``amp_options``
+pops them and gives the AmpOptions, or None without --amp."""
+
+from __future__ import annotations
+
+import click
+
+from .errors import GradcError
+from .passes.amp import AmpOptions
+
+SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
+           "use_dynamic_loss_scaling")
+OPTIONS = [
+    click.option("--amp", "amp_level", type=click.Choice(["O1", "O2"], case_sensitive=False),
+                 help="Mixed precision as paddle.static.amp.decorate writes it (needs --optimizer): O1 casts around "
+                      "the white-list ops (matmul_v2, conv2d, ...); O2 puts the parameters and nearly every op in the "
+                      "low format, with float32 master weights. Loss scaling as decorate's."),
+    click.option("--amp-dtype", type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True,
+                 help="With --amp: the low format."),
+    click.option("--init-loss-scaling", type=float, metavar="S", help="With --amp: the first loss scale (65536)."),
+    click.option("--incr-every-n-steps", type=int, metavar="N",
+                 help="With --amp: double the scale after N steps with finite gradients (2000)."),
+    click.option("--decr-every-n-nan-or-inf", type=int, metavar="N",
+                 help="With --amp: shrink the scale after N steps with an inf or NaN gradient (1)."),
+    click.option("--incr-ratio", type=float, metavar="R", help="With --amp: the factor that grows the scale (2)."),
+    click.option("--decr-ratio", type=float, metavar="R", help="With --amp: the factor that shrinks it (0.5)."),
+    click.option("--dynamic-loss-scaling/--static-loss-scaling", "use_dynamic_loss_scaling", default=None,
+                 help="With --amp: adjust the scale at each step (float16's default; bfloat16 never does), or keep "
+                      "--init-loss-scaling."),
+]
+
+
+def _flag(name: str) -> str:
+    return "--dynamic-loss-scaling" if name == "use_dynamic_loss_scaling" else "--" + name.replace("_", "-")
+
+
+def amp_option_decorators(command):
+    for option in reversed(OPTIONS):
+        command = option(command)
+    return command
+
+
+def amp_options(settings: dict) -> AmpOptions | None:
+    """Pop the options from the command's keyword arguments; the pass's options (None without --amp)."""
+    level, dtype = settings.pop("amp_level"), settings.pop("amp_dtype")
+    given = {name: value for name in SCALING if (value := settings.pop(name)) is not None}
+    if level is None:
+        if given or dtype != "float16":
+            flag = "--amp-dtype" if dtype != "float16" else _flag(next(iter(given)))
+            raise click.UsageError(f"{flag}: only with --amp")
+        return None
+    try:
+        return AmpOptions(level.upper(), dtype, **given)
+    except GradcError as error:   # name the flag: "amp: incr_ratio must be ..." -> "--incr-ratio must be ..."
+        name = str(error).split()[1]
+        raise GradcError(str(error).replace(f"amp: {name}", _flag(name), 1)) from None

@@ -1,0 +1,241 @@
+"""gradc's own mixed precision (gradc.passes.amp, `gradc compile --amp`) against paddle.static.amp.decorate
+(tools/paddle_amp_compile.py): from the float32 forward Paddle saved before decorate, gradc writes the ops, casts, var
+dtypes and loss scaling of the program a CUDA build of Paddle 3.3.1 writes, and that program trains to Paddle's
+numbers: bit for bit as Paddle's own decorated program in gradc's executor, and within the format's rounding of
+Paddle's CPU run of the same decorate (float32: its CPU build casts nothing) with the loss scale exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from gradc.bfloat16 import from_bits
+from gradc.optimizers import make_optimizer
+from gradc.passes import AmpOptions, AmpPass, BackwardPass, PassConditionError
+
+DATA = Path(__file__).parent / "data" / "paddle" / "amp_compile"
+CASES = sorted(p.name for p in DATA.iterdir())
+OPTIMIZERS = {"adam": ["--lr", "0.01"], "momentum": ["--lr", "0.05", "--momentum", "0.9"], "sgd": ["--lr", "0.1"],
+              "adamw": ["--lr", "0.01", "--weight-decay", "0.05"]}
+# measured against Paddle's float32 run: losses to 9.4e-4 (float16) and 2.9e-3 (bfloat16) relative, the trained
+# parameters to 1.7e-4 and 3.4e-3 of the model's norm
+LOSS_RTOL = {"float16": 2e-3, "bfloat16": 6e-3}
+MODEL_RTOL = {"float16": 5e-4, "bfloat16": 7e-3}
+GRADIENT_LISTS = ("check_finite_and_unscale", "update_loss_scaling")
+OPTIMIZE = 2   # op_role
+
+
+def _meta(case: str) -> dict:
+    return json.loads((DATA / case / "meta.json").read_text())
+
+
+def _arguments(case: str) -> list[str]:
+    meta = _meta(case)
+    optimizer = case.rsplit("_", 1)[1]
+    scaling = [f"--{name.replace('_', '-')}={value}" for name, value in meta["options"].items()]
+    static = ["--static-loss-scaling"] if meta["dtype"] == "bfloat16" else []   # as the tool's decorate
+    return ["--optimizer", optimizer, *OPTIMIZERS[optimizer], "--amp", meta["level"], "--amp-dtype", meta["dtype"],
+            *scaling, *static]
+
+
+def _compiled(case: str, tmp_path) -> gradc.Program:
+    out = tmp_path / "train.pb"
+    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", out, *_arguments(case))
+    assert done.returncode == 0, done.stderr
+    assert "amp: " + _meta(case)["level"] in done.stdout
+    return gradc.load(out)
+
+
+def _value(array: np.ndarray) -> np.ndarray:
+    return from_bits(array) if array.dtype == np.uint16 else array   # Paddle's bfloat16: its bits
+
+
+def _train(program: gradc.Program, case: str, steps: int | None = None) -> tuple[list[float], list[float], dict]:
+    """Every step's loss and loss scale from the CUDA build's initial persistables, and the persistables after."""
+    meta, scope, executor = _meta(case), gradc.Scope(), gradc.Executor()
+    with np.load(DATA / case / "init.npz") as init:
+        names = list(init.files)
+        for name in names:
+            scope[name] = _value(init[name])
+    with np.load(DATA / case / "feeds.npz") as archive:
+        feeds = {key: archive[key] for key in archive.files}
+    losses, scales = [], []
+    with np.errstate(all="ignore"):   # the bad steps' inf
+        for step in range(meta["steps"] if steps is None else steps):
+            (loss,) = executor.run(program, {key: batches[step] for key, batches in feeds.items()}, [meta["loss"]],
+                                   scope)
+            losses.append(float(loss))
+            scales.append(float(np.asarray(scope["loss_scaling_0"]).reshape(-1)[0]))
+    return losses, scales, {name: np.asarray(scope[name]) for name in names}
+
+
+def _normalised(program: gradc.Program) -> list[tuple]:
+    """Each op's type, role and slots; the gradient lists of the loss-scaling ops and the trailing casts of the
+    parameters' gradients in name order (decorate lists them in the order the parameters were created, which a
+    saved program does not keep)."""
+    ops = []
+    for op in program.global_block.ops:
+        inputs = {slot: sorted(args) if op.type in GRADIENT_LISTS else args for slot, args in op.inputs.items() if args}
+        outputs = {slot: sorted(args) if op.type in GRADIENT_LISTS else args for slot, args in op.outputs.items()
+                   if args}
+        ops.append((op.type, op.attrs.get("op_role"), sorted(inputs.items()), sorted(outputs.items())))
+    first = next(idx for idx, op in enumerate(ops) if op[0] == "check_finite_and_unscale")
+    start = first
+    while start > 0 and ops[start - 1][0] == "cast" and ops[start - 1][1] == OPTIMIZE:
+        start -= 1
+    return ops[:start] + sorted(ops[start:first]) + ops[first:]
+
+
+def test_the_cases():
+    assert CASES == ["block_o2_bfloat16_adamw", "block_o2_float16_adam", "cnn_o1_float16_momentum",
+                     "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradc_writes_the_program_decorate_writes(case, tmp_path):
+    ours, paddles = _compiled(case, tmp_path), gradc.load(DATA / case / "train.pb")
+    assert [op.type for op in ours.global_block.ops] == _meta(case)["ops_train"]
+    assert _normalised(ours) == _normalised(paddles)
+    declared = {name: (var.dtype, var.shape, bool(var.persistable)) for name, var in ours.global_block.vars.items()}
+    assert declared == {name: (var.dtype, var.shape, bool(var.persistable))
+                        for name, var in paddles.global_block.vars.items()}
+    attrs = ("in_dtype", "out_dtype", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
+             "stop_update", "multi_precision", "dst_place_type")
+    assert [{a: op.attrs.get(a) for a in attrs} for op in ours.global_block.ops] == \
+        [{a: op.attrs.get(a) for a in attrs} for op in paddles.global_block.ops]
+
+
+def test_the_ops_that_run_in_the_low_format(tmp_path):
+    """O1: the matmuls (white) compute in float16, the loss (black) in float32, relu (gray) follows the matmul's add;
+    O2: every parameter but layer norm's is float16, each with a float32 master weight."""
+    block = _compiled("mlp_o1_float16_adam", tmp_path).global_block
+
+    def dtype_of(op_type: str, slot: str, nth: int = 0):
+        op = [op for op in block.ops if op.type == op_type][nth]
+        return block.var((op.outputs.get(slot) or op.inputs[slot])[0]).dtype
+
+    FP16, FP32 = gradc.VarType.FP16, gradc.VarType.FP32
+    assert [dtype_of("matmul_v2", "Out", n) for n in (0, 1)] == [FP16, FP16]
+    assert dtype_of("relu", "Out") == FP16 and dtype_of("softmax_with_cross_entropy", "Logits") == FP32
+    assert block.var("linear_0.w_0").dtype == FP32   # O1 keeps the parameters float32
+    o2 = _compiled("block_o2_float16_adam", tmp_path).global_block
+    params = {name: var.dtype for name, var in o2.vars.items() if var.is_parameter}
+    assert {name for name, dtype in params.items() if dtype == FP32} == {"layer_norm_0.w_0", "layer_norm_0.b_0"}
+    assert {name + "_fp32_master_0" for name, dtype in params.items() if dtype == FP16} == \
+        {name for name in o2.vars if name.endswith("_fp32_master_0")}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_it_trains_bit_for_bit_as_paddles_decorated_program(case, tmp_path):
+    ours, scales, state = _train(_compiled(case, tmp_path), case)
+    theirs, their_scales, their_state = _train(gradc.load(DATA / case / "train.pb"), case)
+    np.testing.assert_array_equal(ours, theirs)
+    assert scales == their_scales
+    for name, value in their_state.items():
+        np.testing.assert_array_equal(state[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_it_trains_to_paddles_numbers(case):
+    """The Python API's pass; against Paddle's float32 run: the loss scale exactly, losses and parameters at the
+    format's precision (a bad step's loss is Paddle's inf or NaN: not compared)."""
+    meta = _meta(case)
+    program = gradc.load(DATA / case / "forward.pb")
+    optimizer = {"adam": make_optimizer("adam", learning_rate=0.01),
+                 "momentum": make_optimizer("momentum", learning_rate=0.05, momentum=0.9),
+                 "sgd": make_optimizer("sgd", learning_rate=0.1),
+                 "adamw": make_optimizer("adamw", learning_rate=0.01, weight_decay=0.05)}[case.rsplit("_", 1)[1]]
+    options = AmpOptions(meta["level"], meta["dtype"], use_dynamic_loss_scaling=meta["dtype"] == "float16",
+                         **meta["options"])
+    startup = AmpPass(options, BackwardPass(), optimizer)(program)
+    assert {op.output("Out")[0] for op in startup.global_block.ops} >= {"loss_scaling_0", "learning_rate_0"}
+    losses, scales, state = _train(program, case)
+    assert scales == meta["loss_scaling_0"]
+    good = [step for step in range(meta["steps"]) if step not in meta["bad_steps"]]
+    np.testing.assert_allclose(np.array(losses)[good], np.array(meta["losses"])[good], rtol=LOSS_RTOL[meta["dtype"]])
+    with np.load(DATA / case / "final.npz") as final:
+        params = sorted(name for name, var in program.global_block.vars.items() if var.is_parameter)
+        ours = np.concatenate([np.asarray(state[name], np.float64).ravel() for name in params])
+        theirs = np.concatenate([np.asarray(final[name], np.float64).ravel() for name in params])
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))   # the cnn's running statistics at the inf
+    finite = np.isfinite(theirs)
+    share = np.linalg.norm(ours[finite] - theirs[finite]) / np.linalg.norm(theirs[finite])
+    assert share < MODEL_RTOL[meta["dtype"]], share
+
+
+def test_an_overflow_step_is_skipped_and_the_scale_halves(tmp_path):
+    """Adam: at the steps with an inf in the batch (2 and 3) no parameter, moment or beta power moves (SkipUpdate)
+    and the scale halves; two finite steps before doubled it (incr_every_n_steps 2)."""
+    program = _compiled("mlp_o1_float16_adam", tmp_path)
+    _, _, good = _train(program, "mlp_o1_float16_adam", steps=2)
+    for steps in (3, 4):
+        _, scales, state = _train(program, "mlp_o1_float16_adam", steps=steps)
+        assert scales == [1024.0, 2048.0, 1024.0, 512.0][:steps]
+        for name, value in good.items():
+            if name not in ("loss_scaling_0", "num_good_steps_0", "num_bad_steps_0"):
+                np.testing.assert_array_equal(state[name], value, err_msg=name)
+    assert not np.array_equal(_train(program, "mlp_o1_float16_adam", steps=5)[2]["linear_0.w_0"], good["linear_0.w_0"])
+
+
+def test_the_pass_requires_a_forward_program():
+    program = gradc.load(DATA / "mlp_o1_float16_adam" / "forward.pb")
+    gradc.append_backward(program)
+    with pytest.raises(PassConditionError, match="pass 'amp': the program already has backward ops"):
+        AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
+    cond = gradc.load(Path(__file__).parent / "data" / "paddle" / "cond" / "forward.pb")
+    with pytest.raises(PassConditionError, match="3 blocks: .*control flow"):
+        AmpPass()(cond)
+
+
+def test_its_postcondition_catches_a_white_op_left_in_float32(monkeypatch):
+    """A rewrite that casts nothing leaves matmul_v2 reading float32: the pass's ensures() says where."""
+    import gradc.passes.amp as amp
+
+    monkeypatch.setattr(amp, "rewrite", lambda block, level, low: 0)
+    program = gradc.load(DATA / "mlp_o1_float16_adam" / "forward.pb")
+    with pytest.raises(PassConditionError, match=r"block 0, op 0 \(matmul_v2\) reads x in the wrong format"):
+        AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
+
+
+def test_bfloat16_scales_no_loss_when_asked_to_scale_dynamically():
+    """As decorate: bfloat16 with use_dynamic_loss_scaling=True gets a scale of 1, so no loss-scaling op at all."""
+    program = gradc.load(DATA / "mlp_o1_bfloat16_sgd" / "forward.pb")
+    options = AmpOptions("O1", "bfloat16", init_loss_scaling=1024.0, use_dynamic_loss_scaling=True)
+    assert (options.dynamic, options.scaled) == (False, False)
+    AmpPass(options, BackwardPass(), make_optimizer("sgd"))(program)
+    types = {op.type for op in program.global_block.ops}
+    assert "cast" in types and not types & {"elementwise_mul", "check_finite_and_unscale", "update_loss_scaling"}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--incr-ratio", "0.5"], "--incr-ratio must be a number > 1, not 0.5"),
+    (["--decr-ratio", "1.5"], "--decr-ratio must be a number in (0, 1), not 1.5"),
+    (["--incr-every-n-steps", "0"], "--incr-every-n-steps must be an integer >= 1, not 0"),
+    (["--decr-every-n-nan-or-inf", "-2"], "--decr-every-n-nan-or-inf must be an integer >= 1, not -2"),
+    (["--init-loss-scaling", "-1"], "--init-loss-scaling must be a number > 0, not -1.0"),
+    (["--init-loss-scaling", "inf"], "--init-loss-scaling must be a number > 0, not inf"),
+])
+def test_a_bad_loss_scaling_value_is_one_line(arguments, message, tmp_path):
+    out = tmp_path / "train.pb"
+    done = gradc_cli("compile", DATA / "mlp_o1_float16_adam" / "forward.pb", "-o", out, "--optimizer", "adam",
+                     "--amp", "O1", *arguments)
+    assert (done.returncode, done.stderr, done.stdout) == (1, f"gradc: error: {message}\n", "")
+    assert not out.exists() and not (tmp_path / "train.startup.pb").exists()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--optimizer", "adam", "--incr-ratio", "3"], "--incr-ratio: only with --amp"),
+    (["--optimizer", "adam", "--amp-dtype", "bfloat16"], "--amp-dtype: only with --amp"),
+    (["--amp", "O1"], "--amp: needs --optimizer"),
+    (["--optimizer", "adam", "--amp", "O3"], "'O3' is not one of 'o1', 'o2'"),
+])
+def test_a_misused_amp_option_is_a_usage_error(arguments, message, tmp_path):
+    out = tmp_path / "train.pb"
+    done = gradc_cli("compile", DATA / "mlp_o1_float16_adam" / "forward.pb", "-o", out, *arguments)
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert not out.exists()
