@@ -6,6 +6,7 @@ Paddle's CPU run of the same decorate (float32: its CPU build casts nothing) wit
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -239,3 +240,15 @@ def test_a_misused_amp_option_is_a_usage_error(arguments, message, tmp_path):
     done = gradc_cli("compile", DATA / "mlp_o1_float16_adam" / "forward.pb", "-o", out, *arguments)
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("model, level", [("cnn", "O1"), ("mlp", "O2")])
+def test_the_mixed_precision_weeks_programs(model, level, tmp_path):
+    """docs/tools.md's mixed-precision week: its float32 forwards compile to the CUDA build's decorated programs."""
+    week = Path(__file__).parent / "data" / "paddle" / "user_week26"
+    for name in ("forward", "amp"):
+        (tmp_path / f"{name}.pb").write_bytes(gzip.decompress((week / f"{model}_{name}.pb.gz").read_bytes()))
+    done = gradc_cli("compile", tmp_path / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "adam", "--lr",
+                     "0.01", "--amp", level, "--init-loss-scaling", "1024", "--incr-every-n-steps", "2")
+    assert done.returncode == 0, done.stderr
+    assert _normalised(gradc.load(tmp_path / "train.pb")) == _normalised(gradc.load(tmp_path / "amp.pb"))

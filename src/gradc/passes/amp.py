@@ -101,7 +101,8 @@ class AmpPass(Pass):
         options = self.options
         scaling = (f"scaled dynamically from {options.init_loss_scaling:g}" if options.dynamic else
                    f"scaled by {options.init_loss_scaling:g}" if options.scaled else "not scaled")
-        return f"amp: {options.level} {options.dtype}, {self.casts} casts, the loss {self.loss} {scaling}"
+        casts = f"{self.casts} cast{'s' * (self.casts != 1)}"
+        return f"amp: {options.level} {options.dtype}, {casts}, the loss {self.loss} {scaling}"
 
     def requires(self, program: Program) -> None:
         if any(roles.has_role(op, roles.BACKWARD) for op in program.global_block.ops):
