@@ -199,7 +199,7 @@ def test_its_postcondition_catches_a_white_op_left_in_float32(monkeypatch):
 
     monkeypatch.setattr(amp, "rewrite", lambda block, level, low: 0)
     program = gradc.load(DATA / "mlp_o1_float16_adam" / "forward.pb")
-    with pytest.raises(PassConditionError, match=r"block 0, op 0 \(matmul_v2\) reads x in the wrong format"):
+    with pytest.raises(PassConditionError, match=r"block 0, op 0 \(matmul_v2, on the white list\) reads x as float32"):
         AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
 
 

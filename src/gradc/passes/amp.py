@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from ..amp_casts import append_cast, black_list, keeps_float32_input, rewrite, white_list
 from ..backward import default_loss
 from ..errors import GradcError
-from ..ir import AttrType, Block, Program, VarType, roles
+from ..ir import AttrType, Block, Program, VarType, dtype_name, roles
 from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
 from ..registry import make_op
+from ..schedules import Schedule
 from .backward import BackwardPass
 from .base import Pass, register_pass
 
@@ -139,11 +140,15 @@ class AmpPass(Pass):
         found = _unscale(emit, pairs, scaling, options) if scaling else None
         self.optimizer.multi_precision = True   # decorate's master_weight=None: float32 masters of low parameters
         if found is not None and self.optimizer.type in SKIPPING:
-            self.optimizer.skip_update = emit.temporary("memcpy_{}.tmp_0", block.var(found).shape, VarType.BOOL)
-            emit.op("memcpy", {"X": [found]}, {"Out": [self.optimizer.skip_update]}, {"dst_place_type": 0},
-                    role_var=[])
-        startup = self.optimizer.apply(program, self.param_attrs, pairs)
-        _rate_of_shape_one(program, startup)
+            skip = emit.temporary("memcpy_{}.tmp_0", block.var(found).shape, VarType.BOOL)
+            emit.op("memcpy", {"X": [found]}, {"Out": [skip]}, {"dst_place_type": 0}, role_var=[])
+            self.optimizer.skip_update = skip
+        try:
+            startup = self.optimizer.apply(program, self.param_attrs, pairs)
+        finally:   # the flag is this program's var: the optimizer may minimize another program after
+            self.optimizer.skip_update = None
+        if not isinstance(self.optimizer.learning_rate, Schedule):
+            _rate_of_shape_one(program, startup)
         for name, (dtype, value) in _initial(options).items():
             if name in scaling:
                 fill = emit.fill_constant(scaling[name], [1], dtype, value)
@@ -167,7 +172,9 @@ class AmpPass(Pass):
                     var = block.find_var(name)
                     if wrong is not None and var is not None and var.dtype == wrong and not (
                             wrong == VarType.FP32 and keeps_float32_input(op.type, slot)):
-                        raise self.fail(f"block 0, op {idx} ({op.type}) reads {name} in the wrong format")
+                        listed = "white" if wrong == VarType.FP32 else "black"
+                        raise self.fail(f"block 0, op {idx} ({op.type}, on the {listed} list) reads {name} as "
+                                        f"{dtype_name(wrong)}")
 
 
 def _rate_of_shape_one(program: Program, startup: Program) -> None:
