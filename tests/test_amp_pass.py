@@ -252,3 +252,26 @@ def test_the_mixed_precision_weeks_programs(model, level, tmp_path):
                      "0.01", "--amp", level, "--init-loss-scaling", "1024", "--incr-every-n-steps", "2")
     assert done.returncode == 0, done.stderr
     assert _normalised(gradc.load(tmp_path / "train.pb")) == _normalised(gradc.load(tmp_path / "amp.pb"))
+
+
+@pytest.mark.parametrize("case", ["block_o2_float16_adam", "block_o2_bfloat16_adamw"])
+def test_the_o2_startup_rounds_the_parameters_as_amp_init(case, tmp_path):
+    """From float32 parameters (a float32 startup or parameter file), gradc's startup program leaves each
+    low-precision parameter and its master as Paddle's startup and amp_init leave them."""
+    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", tmp_path / "train.pb", *_arguments(case))
+    assert done.returncode == 0, done.stderr
+    with np.load(DATA / case / "init.npz") as init:
+        masters = {name[:-len("_fp32_master_0")]: init[name] for name in init.files if name.endswith("_fp32_master_0")}
+        drawn = gradc.Program()   # a float32 startup: each parameter the float32 value Paddle's startup drew
+        for param, master in masters.items():
+            drawn.global_block.create_var(param, list(master.shape), gradc.VarType.FP32, persistable=True)
+            drawn.global_block.append_op("assign_value", {}, {"Out": [param]},
+                                         {"shape": list(master.shape), "dtype": int(gradc.VarType.FP32),
+                                          "fp32_values": master.ravel().tolist()})
+        scope, executor = gradc.Scope(), gradc.Executor()
+        executor.run(drawn, scope=scope)
+        executor.run(gradc.load(tmp_path / "train.startup.pb"), scope=scope)
+        for param, master in masters.items():
+            np.testing.assert_array_equal(scope[param], _value(init[param]), err_msg=param)
+            np.testing.assert_array_equal(scope[param + "_fp32_master_0"], master, err_msg=param)
+    assert len(masters) == 6

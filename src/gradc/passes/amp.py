@@ -149,6 +149,7 @@ class AmpPass(Pass):
             self.optimizer.skip_update = None
         if not isinstance(self.optimizer.learning_rate, Schedule):
             _rate_of_shape_one(program, startup)
+        _round_parameters(program, startup)
         for name, (dtype, value) in _initial(options).items():
             if name in scaling:
                 fill = emit.fill_constant(scaling[name], [1], dtype, value)
@@ -175,6 +176,21 @@ class AmpPass(Pass):
                         listed = "white" if wrong == VarType.FP32 else "black"
                         raise self.fail(f"block 0, op {idx} ({op.type}, on the {listed} list) reads {name} as "
                                         f"{dtype_name(wrong)}")
+
+
+def _round_parameters(program: Program, startup: Program) -> None:
+    """What decorate's amp_init does after the startup: each low-precision parameter becomes its value rounded to the
+    format (cast from its float32 master, which the startup copied from it first), so a float32 startup or parameter
+    file starts O2 from Paddle's values."""
+    masters = {name for op in program.global_block.ops for slot in ("MasterParam", "master_param")
+               for name in op.input(slot)}
+    block = startup.global_block
+    for op in list(block.ops):
+        if op.type == "cast" and op.output("Out")[0] in masters:
+            back = complete(make_op("cast", {"X": op.output("Out")}, {"Out": op.input("X")},
+                                    {"in_dtype": int(VarType.FP32), "out_dtype": op.attrs["in_dtype"]}))
+            roles.set_role(back, roles.FORWARD)
+            block.ops.append(back)
 
 
 def _rate_of_shape_one(program: Program, startup: Program) -> None:
