@@ -21,6 +21,8 @@ from gradc.passes import AmpOptions, AmpPass, BackwardPass, PassConditionError
 
 DATA = Path(__file__).parent / "data" / "paddle" / "amp_compile"
 CASES = sorted(p.name for p in DATA.iterdir())
+# Paddle's CPU build runs the CPU build's decorate of these (not zoo at O2: its bfloat16 embedding has no CPU kernels)
+CPU_RUNS = [case for case in CASES if (DATA / case / "final.npz").exists()]
 OPTIMIZERS = {"adam": ["--lr", "0.01"], "momentum": ["--lr", "0.05", "--momentum", "0.9"], "sgd": ["--lr", "0.1"],
               "adamw": ["--lr", "0.01", "--weight-decay", "0.05"]}
 # measured against Paddle's float32 run: losses to 9.4e-4 (float16) and 2.9e-3 (bfloat16) relative, the trained
@@ -94,7 +96,8 @@ def _normalised(program: gradc.Program) -> list[tuple]:
 
 def test_the_cases():
     assert CASES == ["block_o2_bfloat16_adamw", "block_o2_float16_adam", "cnn_o1_float16_momentum",
-                     "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam"]
+                     "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam", "zoo_o1_float16_adam", "zoo_o2_bfloat16_momentum"]
+    assert CPU_RUNS == CASES[:-1] and "no kernels" in _meta(CASES[-1])["cpu_error"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -141,7 +144,7 @@ def test_it_trains_bit_for_bit_as_paddles_decorated_program(case, tmp_path):
         np.testing.assert_array_equal(state[name], value, err_msg=name)
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CPU_RUNS)
 def test_it_trains_to_paddles_numbers(case):
     """The Python API's pass; against Paddle's float32 run: the loss scale exactly, losses and parameters at the
     format's precision (a bad step's loss is Paddle's inf or NaN: not compared)."""
