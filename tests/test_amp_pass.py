@@ -278,3 +278,19 @@ def test_the_o2_startup_rounds_the_parameters_as_amp_init(case, tmp_path):
             np.testing.assert_array_equal(scope[param], _value(init[param]), err_msg=param)
             np.testing.assert_array_equal(scope[param + "_fp32_master_0"], master, err_msg=param)
     assert len(masters) == 6
+
+
+def test_a_pir_training_program_reports_the_unscaled_loss(tmp_path):
+    """Written as PIR (no op_role marks the loss), the program's loss for gradc train and gradc info is still the
+    one before loss scaling, not the scaled product the backward starts from."""
+    from gradc.training.history import default_fetch
+
+    out, case = tmp_path / "train.json", "mlp_o1_float16_adam"
+    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", out, *_arguments(case))
+    assert done.returncode == 0, done.stderr
+    program = gradc.load(out)
+    (loss,) = default_fetch(program)
+    mul = next(op for op in program.global_block.ops if op.input("Y") == ["loss_scaling_0"])
+    assert mul.input("X") == [loss] and loss.startswith("reduce_mean")
+    info = gradc_cli("info", out)
+    assert f"loss: {loss} (paddle.static.amp's loss scaling multiplies it into {mul.output('Out')[0]}" in info.stdout

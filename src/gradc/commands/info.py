@@ -142,6 +142,8 @@ def _loss(program: Program) -> tuple[str | None, str]:
                            f"paddle.static.gradients and of PIR programs; gradc train reports "
                            f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
+    if len(candidates) == 1 and (loss := unscaled_loss(block, candidates[0])) != candidates[0]:
+        return loss, f"paddle.static.amp's loss scaling multiplies it into {candidates[0]}, the loss gradc would pick"
     if len(candidates) == 1:
         return candidates[0], "gradc compile picks it by itself"
     picked = default_loss(program, notice=False)

@@ -44,7 +44,7 @@ def default_fetch(program: Program) -> list[str]:
     if seeded:
         return [unscaled_loss(block, name) for name in seeded]
     loss = default_loss(program, notice=False)
-    return [loss] if loss else []
+    return [unscaled_loss(block, loss)] if loss else []   # a PIR program's loss scaling: no op_role marks it
 
 
 def _inner_objectives(block) -> set[str]:
