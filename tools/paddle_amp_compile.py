@@ -86,6 +86,7 @@ CASES = {
                                 ()),
     "zoo_o1_float16_adam": ("zoo", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
     "zoo_o2_bfloat16_momentum": ("zoo", "O2", "bfloat16", lambda: paddle.optimizer.Momentum(0.05, 0.9), ()),
+    "zoo_od_float16_sgd": ("zoo", "OD", "float16", lambda: paddle.optimizer.SGD(0.1), (2,)),
 }
 
 

@@ -5,6 +5,8 @@ statistics of normalisation ops stay float32. passes/amp.py is the pass that use
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from .ir import Block, OpDesc, VarType, roles
 from .optimizers.emit import complete
 from .registry import make_op
@@ -41,7 +43,19 @@ def white_list(dtype: str) -> frozenset[str]:
     return WHITE_FLOAT16 if dtype == "float16" else WHITE
 
 
-def black_list(level: str) -> frozenset[str]:
+class _AllBut:
+    """Every op type but a set's: level OD's black list (every op the device runs, less the white list)."""
+
+    def __init__(self, kept: frozenset[str]):
+        self.kept = kept
+
+    def __contains__(self, op_type: str) -> bool:
+        return op_type not in self.kept
+
+
+def black_list(level: str, dtype: str) -> Container[str]:
+    if level == "OD":
+        return _AllBut(white_list(dtype))
     return BLACK_DEFAULT | BLACK_ALWAYS if level == "O1" else BLACK_ALWAYS
 
 
@@ -73,7 +87,8 @@ def keeps_float32_output(op_type: str, slot: str) -> bool:
 
 def rewrite(block: Block, level: str, low: int) -> int:
     """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
-    white, black = white_list("float16" if low == VarType.FP16 else "bfloat16"), black_list(level)
+    dtype = "float16" if low == VarType.FP16 else "bfloat16"
+    white, black = white_list(dtype), black_list(level, dtype)
     if level == "O2":
         _lower_parameters(block, low, black)
     writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
@@ -105,7 +120,7 @@ def rewrite(block: Block, level: str, low: int) -> int:
     return casts
 
 
-def _lower_parameters(block: Block, low: int, black: frozenset[str]) -> None:
+def _lower_parameters(block: Block, low: int, black: Container[str]) -> None:
     """O2: every parameter in the low format but those a normalisation op reads as its scale or bias."""
     kept = {name for op in block.ops if op.type not in black for slot, args in op.inputs.items()
             if keeps_float32_input(op.type, slot) for name in args}

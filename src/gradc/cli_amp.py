@@ -12,10 +12,11 @@ from .passes.amp import AmpOptions
 SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
            "use_dynamic_loss_scaling")
 OPTIONS = [
-    click.option("--amp", "amp_level", type=click.Choice(["O1", "O2"], case_sensitive=False),
+    click.option("--amp", "amp_level", type=click.Choice(["O1", "O2", "OD"], case_sensitive=False),
                  help="Mixed precision as paddle.static.amp.decorate writes it (needs --optimizer): O1 casts around "
-                      "the white-list ops (matmul_v2, conv2d, ...); O2 puts the parameters and nearly every op in the "
-                      "low format, with float32 master weights. Loss scaling as decorate's."),
+                      "the white-list ops (matmul_v2, conv2d, ...) and lets the gray ones follow; OD computes only "
+                      "the white-list ops in the low format; O2 puts the parameters and nearly every op in the low "
+                      "format, with float32 master weights. Loss scaling as decorate's."),
     click.option("--amp-dtype", type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True,
                  help="With --amp: the low format."),
     click.option("--init-loss-scaling", type=float, metavar="S", help="With --amp: the first loss scale (65536)."),

@@ -1,14 +1,15 @@
 """The mixed-precision pass: what ``paddle.static.amp.decorate(optimizer, level, dtype, ...).minimize(loss)`` writes
-on a CUDA build of Paddle 3.3.1, from a float32 forward program (docs/optimizers.md, 'Mixed precision').
+on a CUDA build of Paddle 3.3.1, from a float32 forward program (docs/optimizers.md, section 12).
 
 O1 computes the white-list ops (matmul_v2, conv2d, ...) in float16 or bfloat16 and the black-list ops (softmax,
 losses, reductions) in float32; a gray op (add, relu, pool, ...) follows the op that wrote its inputs; casts go in
-front of each op whose inputs are in the other format. O2 declares the parameters and computes every op but a few
-(embeddings, interpolations) in the low format; batch and layer norm keep float32 scale, bias and statistics; the
-optimizer keeps float32 master weights. The loss (cast to float32) is multiplied by ``loss_scaling_0``; after the
-backward, check_finite_and_unscale divides the gradients by it and flags an inf or a NaN, update_loss_scaling zeroes
-such a step's gradients and halves the scale (doubles it after ``incr_every_n_steps`` finite steps), and Adam and
-AdamW skip the step (SkipUpdate). bfloat16 has no dynamic loss scaling, as in Paddle."""
+front of each op whose inputs are in the other format. OD computes only the white-list ops in the low format. O2
+declares the parameters and computes every op but a few (embeddings, interpolations) in the low format; batch and
+layer norm keep float32 scale, bias and statistics; the optimizer keeps float32 master weights. The loss (cast to
+float32) is multiplied by ``loss_scaling_0``; after the backward, check_finite_and_unscale divides the gradients by it
+and flags an inf or a NaN, update_loss_scaling zeroes such a step's gradients and halves the scale (doubles it after
+``incr_every_n_steps`` finite steps), and Adam and AdamW skip the step (SkipUpdate). bfloat16 has no dynamic loss
+scaling, as in Paddle."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class AmpOptions:
     use_dynamic_loss_scaling: bool | None = None
 
     def __post_init__(self):
-        checks = [("level", self.level in ("O1", "O2"), "O1 or O2"),
+        checks = [("level", self.level in ("O1", "O2", "OD"), "O1, O2 or OD"),
                   ("dtype", self.dtype in LOW, "float16 or bfloat16"),
                   ("init_loss_scaling", _number(self.init_loss_scaling) and 0 < self.init_loss_scaling < math.inf,
                    "a number > 0"),
@@ -164,10 +165,10 @@ class AmpPass(Pass):
         for idx, op in enumerate(block.ops):
             if roles.has_role(op, roles.BACKWARD) or roles.has_role(op, roles.OPTIMIZE):
                 continue
-            if any("learning_rate" in name for name in op.input_names()):   # kept float32, as in Paddle
+            if op.type == "cast" or any("learning_rate" in name for name in op.input_names()):   # as in Paddle
                 continue
             wrong = (VarType.FP32 if op.type in white_list(self.options.dtype) else
-                     low if op.type in black_list(self.options.level) else None)
+                     low if op.type in black_list(self.options.level, self.options.dtype) else None)
             for slot, args in op.inputs.items():
                 for name in args:
                     var = block.find_var(name)
@@ -239,11 +240,12 @@ def _move_gradient_casts(block: Block, pairs: list[tuple[str, str]]) -> None:
 
 
 def _unscale(emit: Emitter, pairs: list[tuple[str, str]], scaling: dict[str, str], options: AmpOptions) -> str:
-    """check_finite_and_unscale (one for all gradients at O1; at O2 one for the float32 ones, one for the low ones,
-    their flags joined by concat and reduce_any) and, scaling dynamically, update_loss_scaling; the flag's var."""
+    """check_finite_and_unscale (one for all gradients at O1 and OD; at O2 one for the float32 ones, one for the low
+    ones, their flags joined by concat and reduce_any) and, scaling dynamically, update_loss_scaling; the flag's
+    var."""
     block, scale = emit.block, scaling["loss_scaling"]
     grads = [grad for _, grad in pairs]
-    if options.level == "O1":
+    if options.level != "O2":
         groups = [("find_infinite_scale", grads)]
     else:
         groups = [(name, group) for name, group in
