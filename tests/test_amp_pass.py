@@ -213,7 +213,8 @@ def test_bfloat16_scales_no_loss_when_asked_to_scale_dynamically():
     program = gradc.load(DATA / "mlp_o1_bfloat16_sgd" / "forward.pb")
     options = AmpOptions("O1", "bfloat16", init_loss_scaling=1024.0, use_dynamic_loss_scaling=True)
     assert (options.dynamic, options.scaled) == (False, False)
-    AmpPass(options, BackwardPass(), make_optimizer("sgd"))(program)
+    with pytest.warns(gradc.GradcWarning, match="bfloat16 has no dynamic loss scaling"):
+        AmpPass(options, BackwardPass(), make_optimizer("sgd"))(program)
     types = {op.type for op in program.global_block.ops}
     assert "cast" in types and not types & {"elementwise_mul", "check_finite_and_unscale", "update_loss_scaling"}
 
@@ -296,3 +297,19 @@ def test_a_pir_training_program_reports_the_unscaled_loss(tmp_path):
     assert mul.input("X") == [loss] and loss.startswith("reduce_mean")
     info = gradc_cli("info", out)
     assert f"loss: {loss} (paddle.static.amp's loss scaling multiplies it into {mul.output('Out')[0]}" in info.stdout
+
+
+def test_a_gray_op_follows_its_inputs_in_paddles_slot_order():
+    """elementwise_add(X from exp, black; Y from matmul_v2, white): Paddle reads the slots sorted, X then Y, and the
+    last written input decides: float16, however the op's slots are ordered in the file."""
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in (("x", [2, 3]), ("w", [3, 3]), ("a", [2, 3]), ("b", [2, 3]), ("c", [2, 3]), ("loss", [])):
+        block.create_var(name, shape, gradc.VarType.FP32, is_parameter=name == "w", persistable=name == "w")
+    block.append_op("matmul_v2", {"X": ["x"], "Y": ["w"]}, {"Out": ["a"]}, {"trans_x": False, "trans_y": False})
+    block.append_op("exp", {"X": ["x"]}, {"Out": ["b"]})
+    block.append_op("elementwise_add", {"Y": ["a"], "X": ["b"]}, {"Out": ["c"]}, {"axis": -1})
+    block.append_op("reduce_mean", {"X": ["c"]}, {"Out": ["loss"]}, {"dim": [], "reduce_all": True, "keep_dim": False})
+    AmpPass(AmpOptions(), BackwardPass("loss"), make_optimizer("sgd"))(program)
+    add = next(op for op in block.ops if op.type == "elementwise_add")
+    assert block.var("c").dtype == gradc.VarType.FP16 and add.inputs == {"Y": ["a"], "X": ["b.cast_fp16"]}

@@ -132,7 +132,7 @@ def _lower_parameters(block: Block, low: int, black: Container[str]) -> None:
 def _takes_format(block: Block, op: OpDesc) -> bool:
     """Paddle's need_process: not an op whose inputs are all non-float, nor a reader, nor one that makes a tensor of
     a float dtype its attribute names (fill_constant, uniform_random)."""
-    names = op.input_names()
+    names = [name for args in op.inputs.values() for name in args]
     if names and not any(_float_tensor(block, name) for name in names):
         return False
     if op.type == "set_value":
@@ -153,7 +153,7 @@ def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
     if op.type not in GRAY:
         return VarType.FP32
     fmt = low
-    for name in op.input_names():
+    for name in (name for slot in sorted(op.inputs) for name in op.inputs[slot]):   # Paddle's order: slots sorted
         writer = writers.get(name)
         if writer is op:   # in place: the writer before it
             writer = next((prev for prev in reversed(block.ops[:block.ops.index(op)])

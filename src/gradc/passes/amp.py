@@ -14,12 +14,13 @@ scaling, as in Paddle."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..amp_casts import append_cast, black_list, keeps_float32_input, rewrite, white_list
 from ..backward import default_loss
-from ..errors import GradcError
+from ..errors import GradcError, GradcWarning
 from ..ir import AttrType, Block, Program, VarType, dtype_name, roles
 from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
@@ -121,6 +122,9 @@ class AmpPass(Pass):
         self.loss = self.backward.losses[0] if self.backward.losses else default_loss(program)
         if self.loss is None:
             raise self.fail("no loss: name it (--loss)")
+        if options.dtype == "bfloat16" and options.use_dynamic_loss_scaling:
+            warnings.warn("bfloat16 has no dynamic loss scaling: as in Paddle, the loss is not scaled (scale 1) and no "
+                          "loss-scaling op is written", GradcWarning, stacklevel=2)
         self.casts = rewrite(block, options.level, LOW[options.dtype])
         loss = self.loss
         if block.var(loss).dtype != VarType.FP32:   # O2's loss: decorate scales its float32 cast
