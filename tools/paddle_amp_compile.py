@@ -87,6 +87,12 @@ CASES = {
     "zoo_o1_float16_adam": ("zoo", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
     "zoo_o2_bfloat16_momentum": ("zoo", "O2", "bfloat16", lambda: paddle.optimizer.Momentum(0.05, 0.9), ()),
     "zoo_od_float16_sgd": ("zoo", "OD", "float16", lambda: paddle.optimizer.SGD(0.1), (2,)),
+    "zoo_o1_float16_custom_adam": ("zoo", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
+    "block_o2_float16_custom_momentum": ("block", "O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (2,)),
+}
+CUSTOM = {   # case -> decorate's custom lists (amp_lists=CustomOpLists(...))
+    "zoo_o1_float16_custom_adam": {"custom_white_list": ["exp"], "custom_black_list": ["tanh", "matmul_v2"]},
+    "block_o2_float16_custom_momentum": {"custom_white_list": ["softmax"], "custom_black_list": ["gelu", "matmul_v2"]},
 }
 
 
@@ -99,7 +105,8 @@ def programs(case: str, cuda: bool):
         loss = build(paddle.static.data("x", x_shape, x_dtype), paddle.static.data("y", y_shape, y_dtype))
         forward = main.clone()
         with CudaBuild() if cuda else contextlib.nullcontext():   # only the CUDA build's decorate casts
-            optimizer = amp.decorate(make(), level=level, dtype=dtype,
+            lists = amp.CustomOpLists(**CUSTOM[case], dtype=dtype) if case in CUSTOM else None
+            optimizer = amp.decorate(make(), lists, level=level, dtype=dtype,
                                      use_dynamic_loss_scaling=dtype == "float16", **OPTIONS)
             optimizer.minimize(loss)
     return main, startup, optimizer, forward, loss.name
@@ -162,7 +169,8 @@ def write(case: str) -> str:
         np.savez_compressed(out / "final.npz", **final)
     model, level, dtype, _, bad = CASES[case]
     meta = {"case": case, "model": model, "level": level, "dtype": dtype, "seed": SEED, "steps": STEPS,
-            "bad_steps": list(bad), "loss": loss, "options": OPTIONS, "paddle_version": paddle.__version__,
+            "bad_steps": list(bad), "loss": loss, "options": OPTIONS, "lists": CUSTOM.get(case, {}),
+            "paddle_version": paddle.__version__,
             "ops_train": [op.type for op in main.global_block().ops], "cpu_casts": cpu_casts, **record}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return f"{case}: losses {np.round(record.get('losses', []), 4).tolist()}, casts {meta['ops_train'].count('cast')}"

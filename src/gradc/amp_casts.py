@@ -5,7 +5,8 @@ statistics of normalisation ops stay float32. passes/amp.py is the pass that use
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
 
 from .ir import Block, OpDesc, VarType, roles
 from .optimizers.emit import complete
@@ -53,10 +54,32 @@ class _AllBut:
         return op_type not in self.kept
 
 
-def black_list(level: str, dtype: str) -> Container[str]:
+@dataclass(frozen=True)
+class AmpLists:
+    """The lists of one decorate: white, black and gray, and ``forced``, the custom black list's ops, which Paddle
+    also counts among the device's unsupported ops: kept float32 at every level, their parameters too."""
+
+    white: frozenset[str]
+    black: Container[str]
+    gray: frozenset[str]
+    forced: frozenset[str] = frozenset()
+
+
+def amp_lists(level: str, dtype: str, custom_white: Iterable[str] = (), custom_black: Iterable[str] = ()) -> AmpLists:
+    """Paddle's AutoMixedPrecisionLists with the custom lists moved in (decorate ignores them at OD), and O2's black
+    list without the default black ops."""
     if level == "OD":
-        return _AllBut(white_list(dtype))
-    return BLACK_DEFAULT | BLACK_ALWAYS if level == "O1" else BLACK_ALWAYS
+        return AmpLists(white_list(dtype), _AllBut(white_list(dtype)), GRAY)
+    white, black, gray = set(white_list(dtype)), set(BLACK_DEFAULT | BLACK_ALWAYS), set(GRAY)
+    for op_type in custom_white:
+        (black if op_type in black else gray).discard(op_type)
+        white.add(op_type)
+    for op_type in custom_black:
+        (white if op_type in white else gray).discard(op_type)
+        black.add(op_type)
+    if level == "O2":
+        black -= BLACK_DEFAULT
+    return AmpLists(frozenset(white), frozenset(black), frozenset(gray), frozenset(custom_black))
 
 
 def keeps_float32_input(op_type: str, slot: str) -> bool:
@@ -85,29 +108,26 @@ def keeps_float32_output(op_type: str, slot: str) -> bool:
     return False
 
 
-def rewrite(block: Block, level: str, low: int) -> int:
+def rewrite(block: Block, level: str, low: int, lists: AmpLists) -> int:
     """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
-    dtype = "float16" if low == VarType.FP16 else "bfloat16"
-    white, black = white_list(dtype), black_list(level, dtype)
     if level == "O2":
-        _lower_parameters(block, low, black)
+        _lower_parameters(block, low, lists)
     writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
     high_ops, low_ops = set(), set()
     for op in list(block.ops):
         if not _takes_format(block, op):
             continue
-        names = op.input_names() + op.output_names()
-        if any("learning_rate" in name for name in names) or op.type in black:
+        if _kept_float32(op, lists) or op.type in lists.black:
             high_ops.add(id(op))
             _set_outputs(block, op, VarType.FP32)
-        elif op.type in white:
+        elif op.type in lists.white:
             low_ops.add(id(op))
             _set_outputs(block, op, low)
         elif op.type == "cast":
             op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
             block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
         else:
-            fmt = _follow(block, op, writers, high_ops, low_ops, white, black, low) if level == "O1" else low
+            fmt = _follow(block, op, writers, high_ops, low_ops, lists, low) if level == "O1" else low
             (low_ops if fmt == low else high_ops).add(id(op))
             _set_outputs(block, op, fmt)
     casts, idx = 0, 0
@@ -120,10 +140,19 @@ def rewrite(block: Block, level: str, low: int) -> int:
     return casts
 
 
-def _lower_parameters(block: Block, low: int, black: Container[str]) -> None:
-    """O2: every parameter in the low format but those a normalisation op reads as its scale or bias."""
-    kept = {name for op in block.ops if op.type not in black for slot, args in op.inputs.items()
-            if keeps_float32_input(op.type, slot) for name in args}
+def _kept_float32(op: OpDesc, lists: AmpLists) -> bool:
+    """Paddle's _need_keep_fp32: an op of the custom black list, or one that reads or writes a learning rate."""
+    return op.type in lists.forced or any("learning_rate" in name for name in op.input_names() + op.output_names())
+
+
+def _lower_parameters(block: Block, low: int, lists: AmpLists) -> None:
+    """O2: every parameter in the low format but those an op kept float32 reads, and a normalisation op's scale and
+    bias."""
+    kept = set()
+    for op in block.ops:
+        if op.type not in lists.black:
+            kept.update(name for slot, args in op.inputs.items()
+                        if _kept_float32(op, lists) or keeps_float32_input(op.type, slot) for name in args)
     for name, var in block.vars.items():
         if var.is_parameter and name not in kept:
             var.dtype = low
@@ -147,10 +176,10 @@ def _float_tensor(block: Block, name: str) -> bool:
     return var is None or (var.type == VarType.DENSE_TENSOR and var.dtype in (VarType.FP32, VarType.FP16, VarType.BF16))
 
 
-def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
+def _follow(block, op, writers, high_ops, low_ops, lists: AmpLists, low: int) -> int:
     """A gray op's format at O1: the format of the op that wrote its inputs (the last input's decides); low when no
     input was written by an op. Any other op: float32."""
-    if op.type not in GRAY:
+    if op.type not in lists.gray:
         return VarType.FP32
     fmt = low
     for name in (name for slot in sorted(op.inputs) for name in op.inputs[slot]):   # Paddle's order: slots sorted
@@ -160,9 +189,9 @@ def _follow(block, op, writers, high_ops, low_ops, white, black, low) -> int:
                            if name in prev.output_names()), None)
         if writer is None:
             continue
-        if id(writer) in high_ops or writer.type in black:
+        if id(writer) in high_ops or writer.type in lists.black:
             fmt = VarType.FP32
-        elif id(writer) in low_ops or writer.type in white:
+        elif id(writer) in low_ops or writer.type in lists.white:
             fmt = low
     return fmt
 

@@ -1,6 +1,6 @@
-"""The mixed-precision options of `gradc compile` (gradc.passes.amp): --amp O1|O2, --amp-dtype, and the loss scaling
-of paddle.static.amp.decorate under its argument names. They reach the command as keyword arguments; ``amp_options``
-pops them and gives the AmpOptions, or None without --amp."""
+"""The mixed-precision options of `gradc compile` (gradc.passes.amp): --amp O1|O2|OD, --amp-dtype, and the custom
+lists and loss scaling of paddle.static.amp.decorate under its argument names. They reach the command as keyword
+arguments; ``amp_options`` pops them and gives the AmpOptions, or None without --amp."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .passes.amp import AmpOptions
 
 SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
            "use_dynamic_loss_scaling")
+LISTS = ("custom_white_list", "custom_black_list")
 OPTIONS = [
     click.option("--amp", "amp_level", type=click.Choice(["O1", "O2", "OD"], case_sensitive=False),
                  help="Mixed precision as paddle.static.amp.decorate writes it (needs --optimizer): O1 casts around "
@@ -26,6 +27,11 @@ OPTIONS = [
                  help="With --amp: shrink the scale after N steps with an inf or NaN gradient (1)."),
     click.option("--incr-ratio", type=float, metavar="R", help="With --amp: the factor that grows the scale (2)."),
     click.option("--decr-ratio", type=float, metavar="R", help="With --amp: the factor that shrinks it (0.5)."),
+    click.option("--custom-white-list", multiple=True, metavar="OP",
+                 help="With --amp: an op type to compute in the low format too (decorate's amp_lists="
+                      "CustomOpLists(custom_white_list=...)). Repeatable."),
+    click.option("--custom-black-list", multiple=True, metavar="OP",
+                 help="With --amp: an op type to keep in float32 (its parameters too, at O2). Repeatable."),
     click.option("--dynamic-loss-scaling/--static-loss-scaling", "use_dynamic_loss_scaling", default=None,
                  help="With --amp: adjust the scale at each step (float16's default; bfloat16 never does), or keep "
                       "--init-loss-scaling."),
@@ -46,6 +52,7 @@ def amp_options(settings: dict) -> AmpOptions | None:
     """Pop the options from the command's keyword arguments; the pass's options (None without --amp)."""
     level, dtype = settings.pop("amp_level"), settings.pop("amp_dtype")
     given = {name: value for name in SCALING if (value := settings.pop(name)) is not None}
+    given.update({name: tuple(value) for name in LISTS if (value := settings.pop(name))})
     if level is None:
         if given or dtype != "float16":
             flag = "--amp-dtype" if dtype != "float16" else _flag(next(iter(given)))
@@ -53,6 +60,8 @@ def amp_options(settings: dict) -> AmpOptions | None:
         return None
     try:
         return AmpOptions(level.upper(), dtype, **given)
-    except GradcError as error:   # name the flag: "amp: incr_ratio must be ..." -> "--incr-ratio must be ..."
-        name = str(error).split()[1]
-        raise GradcError(str(error).replace(f"amp: {name}", _flag(name), 1)) from None
+    except GradcError as error:   # name the flags: "amp: incr_ratio must be ..." -> "--incr-ratio must be ..."
+        message = str(error).removeprefix("amp: ")
+        for name in (*SCALING, *LISTS):
+            message = message.replace(name, _flag(name))
+        raise GradcError(message) from None

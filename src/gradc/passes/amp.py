@@ -18,13 +18,13 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..amp_casts import append_cast, black_list, keeps_float32_input, rewrite, white_list
+from ..amp_casts import AmpLists, amp_lists, append_cast, keeps_float32_input, rewrite
 from ..backward import default_loss
-from ..errors import GradcError, GradcWarning
+from ..errors import GradcError, GradcWarning, closest
 from ..ir import AttrType, Block, Program, VarType, dtype_name, roles
 from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
-from ..registry import make_op
+from ..registry import OPS, make_op
 from ..schedules import Schedule
 from .backward import BackwardPass
 from .base import Pass, register_pass
@@ -46,6 +46,8 @@ class AmpOptions:
     incr_ratio: float = 2.0
     decr_ratio: float = 0.5
     use_dynamic_loss_scaling: bool | None = None
+    custom_white_list: tuple[str, ...] = ()
+    custom_black_list: tuple[str, ...] = ()
 
     def __post_init__(self):
         checks = [("level", self.level in ("O1", "O2", "OD"), "O1, O2 or OD"),
@@ -60,6 +62,19 @@ class AmpOptions:
         for name, ok, wanted in checks:
             if not ok:
                 raise GradcError(f"amp: {name} must be {wanted}, not {getattr(self, name)!r}")
+        for name in ("custom_white_list", "custom_black_list"):
+            unknown = [op_type for op_type in getattr(self, name) if not OPS.knows(op_type)]
+            if unknown:
+                OPS.load_all()   # only for the suggestion
+                maybe = closest(unknown[0], list(OPS))
+                raise GradcError(f"amp: {name} names {unknown[0]!r}, which is no op type"
+                                 + (f" (did you mean {maybe!r}?)" if maybe else ""))
+        both = sorted(set(self.custom_white_list) & set(self.custom_black_list))
+        if both:
+            raise GradcError(f"amp: custom_white_list and custom_black_list both name {both[0]!r}")
+
+    def lists(self) -> AmpLists:
+        return amp_lists(self.level, self.dtype, self.custom_white_list, self.custom_black_list)
 
     @property
     def dynamic_asked(self) -> bool:
@@ -125,7 +140,10 @@ class AmpPass(Pass):
         if options.dtype == "bfloat16" and options.use_dynamic_loss_scaling:
             warnings.warn("bfloat16 has no dynamic loss scaling: as in Paddle, the loss is not scaled (scale 1) and no "
                           "loss-scaling op is written", GradcWarning, stacklevel=2)
-        self.casts = rewrite(block, options.level, LOW[options.dtype])
+        if options.level == "OD" and (options.custom_white_list or options.custom_black_list):
+            warnings.warn("level OD uses no custom white or black list (decorate ignores them there)", GradcWarning,
+                          stacklevel=2)
+        self.casts = rewrite(block, options.level, LOW[options.dtype], options.lists())
         loss = self.loss
         if block.var(loss).dtype != VarType.FP32:   # O2's loss: decorate scales its float32 cast
             loss = append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
@@ -165,14 +183,14 @@ class AmpPass(Pass):
 
     def ensures(self, program: Program) -> None:
         """No op of the white list reads a float32 tensor, none of the black list a low-precision one."""
-        block, low = program.global_block, LOW[self.options.dtype]
+        block, low, lists = program.global_block, LOW[self.options.dtype], self.options.lists()
         for idx, op in enumerate(block.ops):
             if roles.has_role(op, roles.BACKWARD) or roles.has_role(op, roles.OPTIMIZE):
                 continue
             if op.type == "cast" or any("learning_rate" in name for name in op.input_names()):   # as in Paddle
                 continue
-            wrong = (VarType.FP32 if op.type in white_list(self.options.dtype) else
-                     low if op.type in black_list(self.options.level, self.options.dtype) else None)
+            wrong = (VarType.FP32 if op.type in lists.white else
+                     low if op.type in lists.black or op.type in lists.forced else None)
             for slot, args in op.inputs.items():
                 for name in args:
                     var = block.find_var(name)
