@@ -26,8 +26,8 @@ CASES = sorted(p.name for p in DATA.iterdir())
 CPU_RUNS = [case for case in CASES if (DATA / case / "final.npz").exists()]
 OPTIMIZERS = {"adam": ["--lr", "0.01"], "momentum": ["--lr", "0.05", "--momentum", "0.9"], "sgd": ["--lr", "0.1"],
               "adamw": ["--lr", "0.01", "--weight-decay", "0.05"]}
-# measured against Paddle's float32 run: losses to 9.4e-4 (float16) and 2.9e-3 (bfloat16) relative, the trained
-# parameters to 2.6e-4 and 3.4e-3 of the model's norm
+# measured against Paddle's float32 run: losses to 1.1e-3 (float16) and 3.1e-3 (bfloat16) relative, the trained
+# parameters to 3.2e-4 and 3.4e-3 of the model's norm
 LOSS_RTOL = {"float16": 2e-3, "bfloat16": 6e-3}
 MODEL_RTOL = {"float16": 5e-4, "bfloat16": 7e-3}
 GRADIENT_LISTS = ("check_finite_and_unscale", "update_loss_scaling")
@@ -103,8 +103,9 @@ def _normalised(program: gradc.Program) -> list[tuple]:
 
 def test_the_cases():
     assert CASES == ["block_o2_bfloat16_adamw", "block_o2_float16_adam", "block_o2_float16_custom_momentum",
-                     "cnn_o1_float16_momentum", "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam", "zoo_o1_float16_adam",
-                     "zoo_o1_float16_custom_adam", "zoo_o2_bfloat16_momentum", "zoo_od_float16_sgd"]
+                     "cnn_o1_float16_momentum", "cnn_o2_float16_momentum", "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam",
+                     "mlp_o2_bfloat16_sgd", "zoo_o1_float16_adam", "zoo_o1_float16_custom_adam",
+                     "zoo_o2_bfloat16_momentum", "zoo_od_float16_sgd"]
     no_cpu_run = ["block_o2_float16_custom_momentum", "zoo_o2_bfloat16_momentum"]
     assert [case for case in CASES if case not in CPU_RUNS] == no_cpu_run
     assert all("no kernels" in _meta(case)["cpu_error"] for case in no_cpu_run)

@@ -88,6 +88,8 @@ CASES = {
     "zoo_o2_bfloat16_momentum": ("zoo", "O2", "bfloat16", lambda: paddle.optimizer.Momentum(0.05, 0.9), ()),
     "zoo_od_float16_sgd": ("zoo", "OD", "float16", lambda: paddle.optimizer.SGD(0.1), (2,)),
     "zoo_o1_float16_custom_adam": ("zoo", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
+    "cnn_o2_float16_momentum": ("cnn", "O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (1,)),
+    "mlp_o2_bfloat16_sgd": ("mlp", "O2", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),
     "block_o2_float16_custom_momentum": ("block", "O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (2,)),
 }
 CUSTOM = {   # case -> decorate's custom lists (amp_lists=CustomOpLists(...))
