@@ -16,6 +16,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from gradc.bfloat16 import from_bits
+from gradc.io import parse_program
 from gradc.optimizers import make_optimizer
 from gradc.passes import AmpOptions, AmpPass, BackwardPass, PassConditionError
 
@@ -32,6 +33,17 @@ LOSS_RTOL = {"float16": 2e-3, "bfloat16": 6e-3}
 MODEL_RTOL = {"float16": 5e-4, "bfloat16": 7e-3}
 GRADIENT_LISTS = ("check_finite_and_unscale", "update_loss_scaling")
 OPTIMIZE = 2   # op_role
+
+
+def _program(case: str, name: str) -> gradc.Program:
+    return parse_program(gzip.decompress((DATA / case / f"{name}.pb.gz").read_bytes()))
+
+
+def _forward_file(case: str, tmp_path: Path) -> Path:
+    """The case's float32 forward program as a file, for the command line."""
+    path = tmp_path / f"{case}.forward.pb"
+    path.write_bytes(gzip.decompress((DATA / case / "forward.pb.gz").read_bytes()))
+    return path
 
 
 def _meta(case: str) -> dict:
@@ -51,7 +63,7 @@ def _arguments(case: str) -> list[str]:
 
 def _compiled(case: str, tmp_path) -> gradc.Program:
     out = tmp_path / "train.pb"
-    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", out, *_arguments(case))
+    done = gradc_cli("compile", _forward_file(case, tmp_path), "-o", out, *_arguments(case))
     assert done.returncode == 0, done.stderr
     assert "amp: " + _meta(case)["level"] in done.stdout
     return gradc.load(out)
@@ -113,7 +125,7 @@ def test_the_cases():
 
 @pytest.mark.parametrize("case", CASES)
 def test_gradc_writes_the_program_decorate_writes(case, tmp_path):
-    ours, paddles = _compiled(case, tmp_path), gradc.load(DATA / case / "train.pb")
+    ours, paddles = _compiled(case, tmp_path), _program(case, "train")
     assert [op.type for op in ours.global_block.ops] == _meta(case)["ops_train"]
     assert _normalised(ours) == _normalised(paddles)
     declared = {name: (var.dtype, var.shape, bool(var.persistable)) for name, var in ours.global_block.vars.items()}
@@ -148,7 +160,7 @@ def test_the_ops_that_run_in_the_low_format(tmp_path):
 @pytest.mark.parametrize("case", CASES)
 def test_it_trains_bit_for_bit_as_paddles_decorated_program(case, tmp_path):
     ours, scales, state = _train(_compiled(case, tmp_path), case)
-    theirs, their_scales, their_state = _train(gradc.load(DATA / case / "train.pb"), case)
+    theirs, their_scales, their_state = _train(_program(case, "train"), case)
     np.testing.assert_array_equal(ours, theirs)
     assert scales == their_scales
     for name, value in their_state.items():
@@ -160,7 +172,7 @@ def test_it_trains_to_paddles_numbers(case):
     """The Python API's pass; against Paddle's float32 run: the loss scale exactly, losses and parameters at the
     format's precision (a bad step's loss is Paddle's inf or NaN: not compared)."""
     meta = _meta(case)
-    program = gradc.load(DATA / case / "forward.pb")
+    program = _program(case, "forward")
     optimizer = {"adam": make_optimizer("adam", learning_rate=0.01),
                  "momentum": make_optimizer("momentum", learning_rate=0.05, momentum=0.9),
                  "sgd": make_optimizer("sgd", learning_rate=0.1),
@@ -198,7 +210,7 @@ def test_an_overflow_step_is_skipped_and_the_scale_halves(tmp_path):
 
 
 def test_the_pass_requires_a_forward_program():
-    program = gradc.load(DATA / "mlp_o1_float16_adam" / "forward.pb")
+    program = _program("mlp_o1_float16_adam", "forward")
     gradc.append_backward(program)
     with pytest.raises(PassConditionError, match="pass 'amp': the program already has backward ops"):
         AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
@@ -212,14 +224,14 @@ def test_its_postcondition_catches_a_white_op_left_in_float32(monkeypatch):
     import gradc.passes.amp as amp
 
     monkeypatch.setattr(amp, "rewrite", lambda *arguments: 0)
-    program = gradc.load(DATA / "mlp_o1_float16_adam" / "forward.pb")
+    program = _program("mlp_o1_float16_adam", "forward")
     with pytest.raises(PassConditionError, match=r"block 0, op 0 \(matmul_v2, on the white list\) reads x as float32"):
         AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
 
 
 def test_bfloat16_scales_no_loss_when_asked_to_scale_dynamically():
     """As decorate: bfloat16 with use_dynamic_loss_scaling=True gets a scale of 1, so no loss-scaling op at all."""
-    program = gradc.load(DATA / "mlp_o1_bfloat16_sgd" / "forward.pb")
+    program = _program("mlp_o1_bfloat16_sgd", "forward")
     options = AmpOptions("O1", "bfloat16", init_loss_scaling=1024.0, use_dynamic_loss_scaling=True)
     assert (options.dynamic, options.scaled) == (False, False)
     with pytest.warns(gradc.GradcWarning, match="bfloat16 has no dynamic loss scaling"):
@@ -242,7 +254,7 @@ def test_bfloat16_scales_no_loss_when_asked_to_scale_dynamically():
 ])
 def test_a_bad_loss_scaling_value_is_one_line(arguments, message, tmp_path):
     out = tmp_path / "train.pb"
-    done = gradc_cli("compile", DATA / "mlp_o1_float16_adam" / "forward.pb", "-o", out, "--optimizer", "adam",
+    done = gradc_cli("compile", _forward_file("mlp_o1_float16_adam", tmp_path), "-o", out, "--optimizer", "adam",
                      "--amp", "O1", *arguments)
     assert (done.returncode, done.stderr, done.stdout) == (1, f"gradc: error: {message}\n", "")
     assert not out.exists() and not (tmp_path / "train.startup.pb").exists()
@@ -256,7 +268,7 @@ def test_a_bad_loss_scaling_value_is_one_line(arguments, message, tmp_path):
 ])
 def test_a_misused_amp_option_is_a_usage_error(arguments, message, tmp_path):
     out = tmp_path / "train.pb"
-    done = gradc_cli("compile", DATA / "mlp_o1_float16_adam" / "forward.pb", "-o", out, *arguments)
+    done = gradc_cli("compile", _forward_file("mlp_o1_float16_adam", tmp_path), "-o", out, *arguments)
     assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
     assert not out.exists()
 
@@ -277,7 +289,7 @@ def test_the_mixed_precision_weeks_programs(model, level, tmp_path):
 def test_the_o2_startup_rounds_the_parameters_as_amp_init(case, tmp_path):
     """From float32 parameters (a float32 startup or parameter file), gradc's startup program leaves each
     low-precision parameter and its master as Paddle's startup and amp_init leave them."""
-    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", tmp_path / "train.pb", *_arguments(case))
+    done = gradc_cli("compile", _forward_file(case, tmp_path), "-o", tmp_path / "train.pb", *_arguments(case))
     assert done.returncode == 0, done.stderr
     with np.load(DATA / case / "init.npz") as init:
         masters = {name[:-len("_fp32_master_0")]: init[name] for name in init.files if name.endswith("_fp32_master_0")}
@@ -302,7 +314,7 @@ def test_a_pir_training_program_reports_the_unscaled_loss(tmp_path):
     from gradc.training.history import default_fetch
 
     out, case = tmp_path / "train.json", "mlp_o1_float16_adam"
-    done = gradc_cli("compile", DATA / case / "forward.pb", "-o", out, *_arguments(case))
+    done = gradc_cli("compile", _forward_file(case, tmp_path), "-o", out, *_arguments(case))
     assert done.returncode == 0, done.stderr
     program = gradc.load(out)
     (loss,) = default_fetch(program)
@@ -330,7 +342,7 @@ def test_a_gray_op_follows_its_inputs_in_paddles_slot_order():
 
 def test_level_od_ignores_the_custom_lists_as_decorate_does():
     """decorate(level="OD") builds its own lists: a custom list changes nothing, and gradc says so."""
-    programs = [gradc.load(DATA / "zoo_od_float16_sgd" / "forward.pb") for _ in range(2)]
+    programs = [_program("zoo_od_float16_sgd", "forward") for _ in range(2)]
     AmpPass(AmpOptions("OD"), BackwardPass(), make_optimizer("sgd"))(programs[0])
     with pytest.warns(gradc.GradcWarning, match="level OD uses no custom white or black list"):
         AmpPass(AmpOptions("OD", custom_white_list=("tanh",)), BackwardPass(), make_optimizer("sgd"))(programs[1])

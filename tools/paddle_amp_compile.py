@@ -14,10 +14,10 @@ cannot run those float16 / bfloat16 programs (no float16 matmul_v2 or conv2d ker
 crashes), so the numbers are the CPU build's run of the same decorate (float32 with the loss-scaling ops), same seed
 and batches: the loss scale and counters are exact there, losses and weights the reference at the format's precision.
 
-Into tests/data/paddle/amp_compile/<case>/: forward.pb (float32, before decorate), train.pb and startup.pb (the CUDA
-build's), init.npz (its persistables after Paddle's startup and, at O2, amp_init), feeds.npz (a batch per step),
-final.npz (the CPU build's persistables after the last step), meta.json (losses, loss scale and counters per step,
-options, the loss's name). Not part of the package: it needs paddlepaddle.
+Into tests/data/paddle/amp_compile/<case>/: forward.pb.gz (float32, before decorate), train.pb.gz and startup.pb.gz
+(the CUDA build's), init.npz (its persistables after Paddle's startup and, at O2, amp_init), feeds.npz (a batch per
+step), final.npz (the CPU build's persistables after the last step), meta.json (losses, loss scale and counters per
+step, options, the loss's name). Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_amp_compile.py [case ...]
 """
@@ -25,6 +25,7 @@ options, the loss's name). Not part of the package: it needs paddlepaddle.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -163,8 +164,8 @@ def write(case: str) -> str:
     record, final = cpu_run(cpu_main, cpu_startup, loss, feeds)
     out = OUT / case
     out.mkdir(parents=True, exist_ok=True)
-    for name, program in (("forward.pb", forward), ("train.pb", main), ("startup.pb", startup)):
-        (out / name).write_bytes(serialize(program))
+    for name, program in (("forward.pb.gz", forward), ("train.pb.gz", main), ("startup.pb.gz", startup)):
+        (out / name).write_bytes(gzip.compress(serialize(program), mtime=0))
     np.savez_compressed(out / "init.npz", **init)
     np.savez_compressed(out / "feeds.npz", **{key: np.stack([f[key] for f in feeds]) for key in feeds[0]})
     if final is not None:
