@@ -264,6 +264,8 @@ def test_a_bad_loss_scaling_value_is_one_line(arguments, message, tmp_path):
     (["--optimizer", "adam", "--incr-ratio", "3"], "--incr-ratio: only with --amp"),
     (["--optimizer", "adam", "--amp-dtype", "bfloat16"], "--amp-dtype: only with --amp"),
     (["--amp", "O1"], "--amp: needs --optimizer"),
+    (["--optimizer", "adam", "--amp", "O1", "--recompute", "auto"], "--amp: not with --recompute"),
+    (["--optimizer", "adam", "--amp", "O1", "--loss", "a", "--loss", "b"], "--amp: one --loss"),
     (["--optimizer", "adam", "--amp", "O3"], "'O3' is not one of 'o1', 'o2'"),
 ])
 def test_a_misused_amp_option_is_a_usage_error(arguments, message, tmp_path):

@@ -87,9 +87,13 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     amp = amp_options(optimizer_settings)
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
-    if amp is not None and (optimizer is None or memory or len(losses) > 1):
-        raise click.UsageError("--amp: needs --optimizer (decorate wraps one), one loss, and neither --recompute nor "
-                               "--accumulate eager")
+    if amp is not None:
+        if optimizer is None:
+            raise click.UsageError("--amp: needs --optimizer (paddle.static.amp.decorate wraps an optimizer)")
+        if memory:
+            raise click.UsageError("--amp: not with --recompute or --accumulate eager")
+        if len(losses) > 1:
+            raise click.UsageError("--amp: one --loss (decorate scales one loss)")
     if optimizer is not None and "optimizer" in extra_passes:
         raise GradcError("give --optimizer or --pass optimizer, not both")
     updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
@@ -118,10 +122,9 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
         attrs = param_attrs(param_lrs, parameters)
         updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
-        passes = [VerifyPass(), backward, *memory, *updating]
         amp_pass = AmpPass(amp, backward, optimizer, attrs) if amp is not None else None
-        if amp_pass is not None:   # one pass: the backward of the scaled loss, the unscaling, the optimizer's updates
-            passes = [VerifyPass(), amp_pass]
+        # --amp: one pass runs the backward of the scaled loss, the unscaling and the optimizer's updates
+        passes = [VerifyPass(), amp_pass] if amp_pass is not None else [VerifyPass(), backward, *memory, *updating]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
         if amp is not None:
             results["backward"], results["optimizer"] = backward.pairs, results.pop("amp")

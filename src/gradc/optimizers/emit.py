@@ -38,8 +38,8 @@ class Emitter:
     @staticmethod
     def fill_constant(out: str, shape, dtype: int, value: float) -> OpDesc:
         return complete(make_op("fill_constant", {}, {"Out": [out]},
-                                 {"shape": list(shape), "dtype": int(dtype), "value": float(value),
-                                  "str_value": str(float(value))}))
+                                {"shape": list(shape), "dtype": int(dtype), "value": float(value),
+                                 "str_value": str(float(value))}))
 
     def op(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,
            role: int = roles.OPTIMIZE, role_var: list[str] | None = None) -> OpDesc:

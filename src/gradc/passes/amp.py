@@ -144,18 +144,8 @@ class AmpPass(Pass):
             warnings.warn("level OD uses no custom white or black list (decorate ignores them there)", GradcWarning,
                           stacklevel=2)
         self.casts = rewrite(block, options.level, LOW[options.dtype], options.lists())
-        loss = self.loss
-        if block.var(loss).dtype != VarType.FP32:   # O2's loss: decorate scales its float32 cast
-            loss = append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
         scaling = _scaling_vars(block, options) if options.scaled else {}
-        if scaling:
-            scaled = block.create_var(block.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
-            mul = complete(make_op("elementwise_mul", {"X": [loss], "Y": [scaling["loss_scaling"]]},
-                                   {"Out": [scaled]}, {"axis": -1, "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0}))
-            roles.set_role(mul, roles.FORWARD)
-            block.ops.append(mul)
-            loss = scaled
-        self.backward.losses = [loss]
+        self.backward.losses = [_scaled_loss(block, self.loss, scaling)]
         pairs = self.backward(program)
         self.backward.losses, self.backward.losses_used = [self.loss], [self.loss]
         _move_gradient_casts(block, pairs)
@@ -173,12 +163,12 @@ class AmpPass(Pass):
         if not isinstance(self.optimizer.learning_rate, Schedule):
             _rate_of_shape_one(program, startup)
         _round_parameters(program, startup)
-        for name, (dtype, value) in _initial(options).items():
-            if name in scaling:
-                fill = emit.fill_constant(scaling[name], [1], dtype, value)
-                roles.set_role(fill, roles.FORWARD)
-                startup.global_block.create_var(scaling[name], [1], dtype, persistable=True, stop_gradient=True)
-                startup.global_block.ops.insert(list(scaling).index(name), fill)
+        for position, (name, var) in enumerate(scaling.items()):   # first, as decorate creates them first
+            dtype, value = _initial(options)[name]
+            fill = emit.fill_constant(var, [1], dtype, value)
+            roles.set_role(fill, roles.FORWARD)
+            startup.global_block.create_var(var, [1], dtype, persistable=True, stop_gradient=True)
+            startup.global_block.ops.insert(position, fill)
         return startup
 
     def ensures(self, program: Program) -> None:
@@ -199,6 +189,20 @@ class AmpPass(Pass):
                         listed = "white" if wrong == VarType.FP32 else "black"
                         raise self.fail(f"block 0, op {idx} ({op.type}, on the {listed} list) reads {name} as "
                                         f"{dtype_name(wrong)}")
+
+
+def _scaled_loss(block: Block, loss: str, scaling: dict[str, str]) -> str:
+    """The loss the backward starts from: ``loss`` (cast to float32 where it is not: O2's) times loss_scaling_0."""
+    if block.var(loss).dtype != VarType.FP32:
+        loss = append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
+    if not scaling:
+        return loss
+    scaled = block.create_var(block.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
+    mul = complete(make_op("elementwise_mul", {"X": [loss], "Y": [scaling["loss_scaling"]]}, {"Out": [scaled]},
+                           {"axis": -1, "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0}))
+    roles.set_role(mul, roles.FORWARD)
+    block.ops.append(mul)
+    return scaled
 
 
 def _round_parameters(program: Program, startup: Program) -> None:
