@@ -31,7 +31,7 @@ OPTIONS = [
                  help="With --amp: an op type to compute in the low format too (decorate's amp_lists="
                       "CustomOpLists(custom_white_list=...)). Repeatable."),
     click.option("--custom-black-list", multiple=True, metavar="OP",
-                 help="With --amp: an op type to keep in float32 (its parameters too, at O2). Repeatable."),
+                 help="With --amp: an op type to keep in float32, at every level. Repeatable."),
     click.option("--dynamic-loss-scaling/--static-loss-scaling", "use_dynamic_loss_scaling", default=None,
                  help="With --amp: adjust the scale at each step (float16's default; bfloat16 never does), or keep "
                       "--init-loss-scaling."),
