@@ -225,5 +225,7 @@ def test_binary_grads_honour_any_axis(x_shape, data, op_type, seed):
 def test_reduce_grads_over_any_dims(shape, data, op_type, keep_dim, seed):
     dims = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
     reduce_all = data.draw(st.booleans())
-    check_op(op_type, {"X": _grid(shape, 0.0, seed) + 0.05},
-             {"dim": dims, "keep_dim": keep_dim, "reduce_all": reduce_all})
+    x = _grid(shape, 0.0, seed) + 0.05
+    if op_type == "reduce_prod":   # magnitudes near 1: a product of 9 of the grid's up to 4.05 swamped the digits of
+        x = np.sign(x) * (1 + np.abs(x) / (5 * np.abs(x).max()))   # central differences (1.5e-6 off at seed 1)
+    check_op(op_type, {"X": x}, {"dim": dims, "keep_dim": keep_dim, "reduce_all": reduce_all})
