@@ -10,12 +10,18 @@ from collections.abc import Iterable
 from ..errors import GradcNotice, GradcWarning
 from ..ir import Block
 from ..pairing import FORWARD, op_kinds
+from ..rnn_flat import flat_buffers
 
 
 def warn_ungraded(block: Block, graded: Iterable[str], losses: list[str], no_grad_set: Iterable[str] = ()) -> None:
     """The parameters without a gradient, each with why: a layer cut off from the loss is a warning (a detach left
     in is a mistake more often than not), one frozen on purpose a note."""
-    frozen, cut_off = ungraded_parameters(block, graded, losses, no_grad_set)
+    buffers = flat_buffers(block)
+    frozen, cut_off = ungraded_parameters(block, {*graded, *buffers}, losses, no_grad_set)
+    if buffers:
+        warnings.warn(f"RNN flat weight buffers, which no op reads, get no gradient: {', '.join(buffers)}; in Paddle "
+                      f"they share their cells' memory and train with them: saved parameters hold them rebuilt from "
+                      f"the trained cells", GradcNotice, stacklevel=3)
     if frozen:
         warnings.warn(f"parameters frozen, without a gradient: {'; '.join(frozen)}", GradcNotice, stacklevel=3)
     if cut_off:

@@ -40,8 +40,9 @@ from .train_report import JsonLinesReporter
               "and --eval.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order (gradc compile writes OUTPUT.startup.pb). Repeatable.")
-@click.option("--params", type=click.Path(),
-              help="Initial values: .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt.")
+@click.option("--params", type=click.Path(), multiple=True,
+              help="Initial values: .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt. Repeatable, "
+              "loaded in order (paddle.static.save's .pdparams and .pdopt: both, to resume).")
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes over --data, in all (default 1; a resumed "
               "run continues up to this many).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Examples per step.")
@@ -155,8 +156,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         if lbfgs is None or str(exc).startswith(str(program)):
             raise
         raise GradcError(f"{program}: {exc}") from None
-    if params:
-        load_params(trainer.scope, params, trainer.program, strict_params)
+    for path in params:
+        load_params(trainer.scope, path, trainer.program, strict_params)
     fixed = read_npz(feed, "feed") if feed is not None else None
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10
@@ -168,8 +169,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would
-        require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays, params,
-                       program)
+        require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays,
+                       "', '".join(params) or None, program)
         if lr_schedule is None and lbfgs is None:
             _warn_of_a_zero_rate(trainer)
     log = log_every or (1 if data is None else 10)

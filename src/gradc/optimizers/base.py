@@ -21,6 +21,7 @@ from ..backward import append_backward
 from ..errors import GradcError
 from ..gcpause import gc_paused
 from ..ir import Program, VarType, roles
+from ..rnn_flat import flat_buffers
 from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
@@ -91,7 +92,7 @@ def learning_rate_pattern(block, params: list[str]) -> str:
     discriminator, its generator), one named after its first parameter: the programs of two such optimizers share
     a scope, where two ``learning_rate_0`` would be one var holding the rate of the startup run last."""
     written = {name for op in block.ops for name in op.output_names()}   # batch norm's statistics: no optimizer's
-    trained = set(params)
+    trained = set(params) | set(flat_buffers(block))   # an RNN's flat buffer trains as its cells, in Paddle too
     left_out = any(var.is_parameter and not var.stop_gradient and name not in trained and name not in written
                    for name, var in block.vars.items())
     return f"{params[0]}_learning_rate_{{}}" if left_out else "learning_rate_{}"

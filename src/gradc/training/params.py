@@ -23,6 +23,7 @@ from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, read_separate, write_params
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program
+from ..rnn_flat import program_flat_buffers
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -182,15 +183,19 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
     from .programs import forward_part
     check_params_path(path)
     forward = forward_part(program)
+    suffix = Path(path).suffix
+    buffers = program_flat_buffers(program)
     if names is None:
-        names = optimizer_state(program, forward) if str(path).endswith(".pdopt") else model_params(program, forward)
+        names = optimizer_state(program, forward) if suffix == ".pdopt" else model_params(program, forward)
+        # paddle.static.load refuses a .pdparams without an RNN's flat buffer; an inference model has none
+        names += [] if suffix in (".pdopt", ".pdiparams") else [name for name in buffers if name not in names]
     names = sorted(names)
-    missing = [name for name in names if name not in scope]
+    missing = [name for name in names for needed in buffers.get(name, [name]) if needed not in scope]
     if missing:
         raise GradcError(f"cannot save parameters: the scope has no value for {', '.join(missing)} "
                          f"(run the startup program or load parameters first)")
-    values = {name: np.asarray(scope[name]) for name in names}
-    suffix = Path(path).suffix
+    values = {name: rebuilt_buffer(scope, buffers[name]) if name in buffers else np.asarray(scope[name])
+              for name in names}
     if suffix == ".pdiparams":
         write_params(path, _holding(program, forward, names), values)
     elif suffix in PICKLED:
@@ -200,6 +205,13 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
         np.savez(buffer, **values)
         write_atomic(path, buffer.getvalue())
     return names
+
+
+def rebuilt_buffer(scope, cells: list[str]) -> np.ndarray:
+    """An RNN's flat buffer as Paddle's shared memory holds it after training: its cells' current values, in order
+    (the scope's own copy is the startup's, which no gradc op updates)."""
+    dtype = np.asarray(scope[cells[0]]).dtype
+    return np.concatenate([np.asarray(scope[cell], dtype).ravel() for cell in cells])
 
 
 def model_params(program: Program, forward: Program) -> list[str]:
