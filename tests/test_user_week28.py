@@ -35,7 +35,8 @@ def _lines(stdout: str, event: str) -> list[dict]:
 def test_training_gives_paddles_losses_and_weights(files):
     """crf.pb compiled with Adam(0.05) and trained 3 epochs of 6 batches of 4 from Paddle's startup gives Paddle's 18
     losses (7.20 ... 0.113) to 1e-6 over the first epoch and 2e-5 after (float32 rounding, grown where the loss is
-    small), and Paddle's trained weights, the CRF's transitions among them, to 5e-6 (no fault)."""
+    small), and Paddle's trained weights, the CRF's transitions and (since week 33) the LSTM's flat buffer among
+    them, to 5e-6 (no fault)."""
     compiled = gradc_cli("compile", files / "crf.pb", "-o", files / "crf_train.pb", "--optimizer", "adam",
                          "--lr", 0.05)
     assert compiled.returncode == 0, compiled.stderr
@@ -48,7 +49,7 @@ def test_training_gives_paddles_losses_and_weights(files):
     np.testing.assert_allclose(losses, META["losses"], rtol=2e-5)
     paddle, params = np.load(files / "trained.npz"), np.load(files / "gradc_trained.npz")
     trained = [name for name in paddle.files if name in params.files]
-    assert "crf.transitions" in trained and len(trained) == 12
+    assert "crf.transitions" in trained and len(trained) == 13   # the LSTM's flat buffer lstm_0.w_0 among them
     for name in trained:
         np.testing.assert_allclose(params[name], paddle[name], atol=5e-6, err_msg=name)
 

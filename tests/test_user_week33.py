@@ -93,6 +93,18 @@ def test_paddles_checkpoint_resumes_in_gradc(files):
         np.testing.assert_allclose(saved[name], paddle[name], atol=5e-7, err_msg=name)
 
 
+def test_paddles_training_program_runs_from_paddles_checkpoint_pair(files):
+    """gradc run of Paddle's own training program (its AdamW step included) with --params gru.pdparams --params
+    gru.pdopt on the 16 sentences: Paddle's loss of its trained tagger, 1.4552351, to 1e-7. Before, the second
+    --params replaced the first, silently, and the run stopped: "no value for the persistable var(s) embedding_0.w_0,
+    ... (19 in all)"."""
+    ran = gradc_cli("run", files / "gru_train.pb", "--params", files / "gru.pdparams", "--params", files / "gru.pdopt",
+                    "--feed", files / "data.npz", "--fetch", META["gru"]["loss"], "--json")
+    assert ran.returncode == 0, ran.stderr
+    (fetched,) = json.loads(ran.stdout)["fetched"]
+    np.testing.assert_allclose(fetched["value"], np.load(files / "paddle_gru.npz")["loss"], rtol=1e-7)
+
+
 def test_transformer_tagger_trains_to_paddles_steps(files):
     """The Transformer-encoder tagger's 4 AdamW steps give Paddle's losses to 1.0e-7 relative and its 36 parameters
     to 7.6e-7, but for the key projections' biases: softmax ignores a shift of every key's score, so their gradient

@@ -66,7 +66,7 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
     scopes = []
     for program, values in zip(loaded, _per_rank(params, len(loaded), "--params")):
         scope = Scope()
-        for name, value in load_params(values, program).items():
+        for name, value in load_params((values,) if values else (), program).items():
             scope[name] = value
         scopes.append(scope)
     inputs = [with_lods(read_npz(path, "feed")) if path else {}

@@ -39,12 +39,18 @@ def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the ot
                         "program does not have (by default they are left out, with a warning).")(checked)
 
 
-def load_params(path: str | None, program, strict: bool = False) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
-    return read_values(path, program, strict) if path else {}
+def load_params(paths: tuple[str, ...], program, strict: bool = False) -> dict[str, np.ndarray]:
+    """Persistable values from .npz files, Paddle's .pdiparams or .pdparams / .pdopt, each checked against its var;
+    a later file's value for a name wins."""
+    return {name: value for path in paths for name, value in read_values(path, program, strict).items()}
 
 
-def _session(program_path: str, params: str | None, startups, strict: bool) -> tuple:
+def _params_named(paths: tuple[str, ...]) -> str | None:
+    """The --params files as require_values names them."""
+    return "', '".join(paths) or None
+
+
+def _session(program_path: str, params: tuple[str, ...], startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
     prog = load(program_path)
     scope, executor = Scope(), Executor()
@@ -86,9 +92,9 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
               "it, each level's offsets), or a .csv whose header names each column's input var, as --data of train.")
-@click.option("--params", type=click.Path(),
+@click.option("--params", type=click.Path(), multiple=True,
               help="Persistable values (parameters): an .npz, Paddle's .pdiparams, its pickled .pdparams / .pdopt, or "
-                   "Paddle 1.x's directory of one file per var.")
+                   "Paddle 1.x's directory of one file per var. Repeatable, loaded in order.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch; NAME=KEY stores it as KEY in --out (a "
@@ -121,7 +127,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
         from ..training.programs import fetched_part
         prog = fetched_part(prog, fetches, feeds)
-    require_values(prog, scope, feeds, params, program)
+    require_values(prog, scope, feeds, _params_named(params), program)
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
@@ -158,8 +164,8 @@ def _program_and_values(startup_help: str):
         for option in reversed([
                 click.argument("program", type=click.Path()),
                 click.option("--feed", type=click.Path(), help="Inputs, an .npz."),
-                click.option("--params", type=click.Path(),
-                             help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams."),
+                click.option("--params", type=click.Path(), multiple=True,
+                             help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams. Repeatable."),
                 click.option("--startup", "startups", multiple=True, type=click.Path(), help=startup_help)]):
             command = option(command)
         return command
@@ -275,7 +281,7 @@ def precision(program, feed, params, startups, top, seed, as_json):
     from ..rounding_audit import audit
     prog, _, scope = _session(program, params, startups, False)
     feeds = model_inputs(prog, feed_arrays(feed, prog), feed)
-    require_values(prog, scope, feeds, params, program)
+    require_values(prog, scope, feeds, _params_named(params), program)
     given = {name: scope.find(name) for name, var in prog.global_block.vars.items()
              if var.persistable and scope.find(name) is not None}
     with naming_feed(feed):

@@ -36,8 +36,9 @@ def view(program, output, feed, params, startups, title):
         def check(scope, fed):
             require_values(prog, scope, fed, params, program)
         with naming_feed(feed):
-            stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
-                                [load(path) for path in startups], check)
+            given = load_params((params,) if params else (), prog)
+            stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, given, [load(path) for path in startups],
+                                check)
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
     opening = f"; open {Path(output).resolve().as_uri()} in a browser" if Path(output).is_file() else ""   # not a pipe
