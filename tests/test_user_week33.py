@@ -63,6 +63,17 @@ def test_compile_says_the_flat_buffer_is_rebuilt_not_that_it_will_not_train(file
             "share their cells' memory and train with them: saved parameters hold them rebuilt") in stderr
 
 
+def test_info_counts_the_flat_buffers_values_once(files):
+    """Before, gradc info said "parameters: 20 (4,469 values)": the buffer's 2,112 values counted beside the cells'
+    they repeat (Paddle's dygraph GRU lists 16 parameters of 2,112 values, no buffer). Now 2,357, the buffer named."""
+    shown = gradc_cli("info", files / "gru.pb")
+    assert shown.returncode == 0, shown.stderr
+    assert ("parameters: 20 (2,357 values; RNN flat buffers repeating their cells' values: gru_0.w_0 2,112)"
+            in shown.stdout.splitlines())
+    facts = json.loads(gradc_cli("info", files / "gru.pb", "--json").stdout)
+    assert facts["parameter_values"] == 2357 and facts["flat_buffers"] == {"gru_0.w_0": 2112}
+
+
 def test_gradc_pdparams_and_pdopt_hold_what_paddle_static_load_asks_for(files):
     """paddle.static.load of Paddle's training program asks for every persistable it has, by name. Before, gradc's
     .pdparams lacked gru_0.w_0 ("Cannot find [gru_0.w_0] in model file") and its .pdopt named the learning rate

@@ -13,6 +13,7 @@ from ..amp_loss import unscaled_loss
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, dtype_name
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
+from ..rnn_flat import flat_buffers
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -44,13 +45,16 @@ def summary(program: str) -> dict:
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
     fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
+    buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": _kind(Counter(op_kinds(block)), loss is not None),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
             "parameters_marked": bool(params),
             "parameters": [_var(block, var.name) for var in sorted(params or persistable, key=lambda v: v.name)],
-            "parameter_values": sum(_size(var.shape) for var in params or persistable),
+            # an RNN's flat buffer repeats its cells' values (Paddle's dygraph layer does not list it)
+            "parameter_values": sum(_size(var.shape) for var in params or persistable if var.name not in buffers),
+            "flat_buffers": buffers,
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
@@ -80,7 +84,9 @@ def _lines(facts: dict) -> list[str]:
         lines += ["outputs (fetch ops):", *(f"  {_shown(var)}" for var in facts["outputs"])]
     params, others = facts["parameters"], facts["other_persistable"]
     if facts["parameters_marked"]:
-        lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values)"
+        repeated = ", ".join(f"{name} {size:,}" for name, size in facts["flat_buffers"].items())
+        lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values"
+                     + (f"; RNN flat buffers repeating their cells' values: {repeated}" if repeated else "") + ")"
                      + (f"; other persistable vars: {others} ({_listed(facts['other_persistable_kinds'])})"
                         if others else ""))
     else:
