@@ -7,8 +7,10 @@ Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0): token tagg
   with ClipGradByGlobalNorm(1.0), 4 steps of 4 sentences. The GRU's startup coalesces its 16 cell tensors into the
   flat buffer gru_0.w_0, whose memory they share: after the steps it holds their trained values (checked here).
 - transformer.pb: word and positional Embeddings, nn.TransformerEncoder (2 layers, d_model 16, 2 heads, feed-forward
-  32, dropout 0) given a padding mask (src_mask of shape [B, 1, 1, T], False at the padded keys), the same loss,
-  optimizer, clip and steps.
+  32, Paddle's dropout 0.1, its ops seeded by the program's random_seed) given a padding mask (src_mask of shape
+  [B, 1, 1, T], False at the padded keys), the same loss, optimizer, clip and steps.
+- gru_dropout.pb: the BiGRU with dropout 0.1 between its layers (the rnn op draws its mask from paddle.seed(5)'s
+  stream), the same steps: its losses and trained flat buffer.
 - gru.pdparams, gru.pdopt: paddle.static.save of gru_train.pb after the steps (the flat buffer among them); the
   same steps run again from there give resumed_losses and gru_resumed.npz (the flat buffer, the
   Linear's weight and the Embedding).
@@ -62,9 +64,10 @@ def masked_loss(logits, labels, lengths):
     return paddle.sum(losses * mask) / paddle.sum(mask)
 
 
-def gru_logits(words, lengths):
+def gru_logits(words, lengths, dropout=0.0):
     embedded = paddle.nn.Embedding(VOCAB, HIDDEN)(words)
-    hidden, _ = paddle.nn.GRU(HIDDEN, HIDDEN, num_layers=2, direction="bidirect")(embedded, sequence_length=lengths)
+    gru = paddle.nn.GRU(HIDDEN, HIDDEN, num_layers=2, direction="bidirect", dropout=dropout)
+    hidden, _ = gru(embedded, sequence_length=lengths)
     return paddle.nn.Linear(2 * HIDDEN, TAGS)(hidden)
 
 
@@ -72,7 +75,7 @@ def transformer_logits(words, lengths):
     positions = paddle.arange(LENGTH, dtype="int64").unsqueeze(0)
     embedded = paddle.nn.Embedding(VOCAB, 16)(words) + paddle.nn.Embedding(LENGTH, 16)(positions)
     keep = positions < lengths.unsqueeze(1)                       # [B, T]: False at the padded keys
-    layer = paddle.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
+    layer = paddle.nn.TransformerEncoderLayer(16, 2, 32)   # Paddle's dropout 0.1, its ops seeded by the program
     encoded = paddle.nn.TransformerEncoder(layer, 2)(embedded, src_mask=keep.unsqueeze(1).unsqueeze(1))
     return paddle.nn.Linear(16, TAGS)(encoded)
 
@@ -93,11 +96,14 @@ def programs(logits_of):
     return forward, main, startup, loss.name, logits.name
 
 
-def train(exe, name, logits_of, data, out):
-    """Paddle's steps of one tagger: its programs, losses per step and parameters after them."""
+def train(exe, name, logits_of, data, out, seed=None):
+    """Paddle's steps of one tagger: its programs, losses per step and parameters after them (of the BiGRU with
+    dropout, whose rnn op draws from paddle.seed(seed)'s stream, the forward and startup programs and the buffer)."""
     forward, main, startup, loss, logits = programs(logits_of)
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
+        if seed is not None:
+            paddle.seed(seed)
         exe.run(startup)
         initial = {p.name: np.array(scope.var(p.name).get_tensor()) for p in main.all_parameters()}
         losses = []
@@ -108,12 +114,15 @@ def train(exe, name, logits_of, data, out):
         test = forward.clone(for_test=True)
         outputs = dict(zip(["loss", "logits"], exe.run(test, feed=data, fetch_list=[loss, logits])))
         resumed = resume(exe, main, loss, data, out) if name == "gru" else None
-    for program, suffix in ((forward, ""), (main, "_train"), (startup, "_startup")):
-        write_gz(out / f"{name}{suffix}.pb", without_callstacks(program))
-    np.savez_compressed(out / f"{name}_trained.npz", **trained)
-    np.savez(out / f"paddle_{name}.npz", **outputs)
     fused = [op for op in startup.global_block().ops if op.type == "coalesce_tensor"]
     layout = {op.output("FusedOutput")[0]: op.input("Input") for op in fused}
+    kept = {"": forward, "_train": main, "_startup": startup} if seed is None else {"": forward, "_startup": startup}
+    for suffix, program in kept.items():
+        write_gz(out / f"{name}{suffix}.pb", without_callstacks(program))
+    np.savez_compressed(out / f"{name}_trained.npz",
+                        **(trained if seed is None else {buffer: trained[buffer] for buffer in layout}))
+    if seed is None:
+        np.savez(out / f"paddle_{name}.npz", **outputs)
     for buffer, cells in layout.items():   # the flat buffer holds the trained cells, in the coalesce order
         rebuilt = np.concatenate([trained[cell].ravel() for cell in cells])
         assert np.array_equal(trained[buffer], rebuilt) and not np.array_equal(initial[buffer], rebuilt), buffer
@@ -140,6 +149,8 @@ def main(out: Path) -> None:
     np.savez(out / "data.npz", **data)
     meta = {name: train(exe, name, logits_of, data, out)
             for name, logits_of in (("gru", gru_logits), ("transformer", transformer_logits))}
+    meta["gru_dropout"] = train(exe, "gru_dropout", lambda *inputs: gru_logits(*inputs, dropout=0.1), data, out,
+                                seed=5)
     for suffix in (".pdparams", ".pdopt"):
         write_gz(out / f"gru{suffix}", (out / f"gru{suffix}").read_bytes())
     for suffix in (".pdparams", ".pdopt", ".pdmodel"):   # the program as paddle.static.save writes it: not needed
