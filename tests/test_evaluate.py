@@ -50,6 +50,28 @@ def test_evaluate_gives_the_numbers_train_eval_printed(trained):
     assert results["acc"] == pytest.approx(results[ACC], abs=1e-7)   # the op's is float32
 
 
+def test_params_split_over_two_files_give_the_numbers_of_one(trained, tmp_path):
+    """evaluate, export and view take --params again and again (each kept only the last file: a model missing half
+    its weights, or one file silently ignored)."""
+    directory, _ = trained
+    values = dict(np.load(directory / "trained.npz"))
+    names = sorted(values)
+    np.savez(tmp_path / "a.npz", **{name: values[name] for name in names[::2]})
+    np.savez(tmp_path / "b.npz", **{name: values[name] for name in names[1::2]})
+    split = ("--params", tmp_path / "a.npz", "--params", tmp_path / "b.npz")
+    data = ("--data", directory / "test.npz")
+    whole = evaluate_json(directory / "train.pb", "--params", directory / "trained.npz", *data)
+    assert evaluate_json(directory / "train.pb", *split, *data) == whole
+    exported = gradc_cli("export", directory / "train.pb", *split, "--input", "img", "--fetch", "softmax_0.tmp_0",
+                         "-o", tmp_path / "split")
+    assert exported.returncode == 0 and "no --params" not in exported.stderr, exported.stderr
+    assert (tmp_path / "split.pdiparams").read_bytes() == (directory / "digits.pdiparams").read_bytes()
+    np.savez(tmp_path / "img.npz", img=np.load(directory / "test.npz")["img"][:4])
+    viewed = gradc_cli("view", tmp_path / "split.pdmodel", *split, "--feed", tmp_path / "img.npz", "-o",
+                       tmp_path / "v.html")
+    assert viewed.returncode == 0, viewed.stderr
+
+
 def test_the_python_api_equals_the_trainers_evaluation_bit_for_bit():
     program = gradc.load(EXAMPLE / "forward.pb")
     startup = gradc.minimize(program, optimizer="adam", lr=0.01)

@@ -37,8 +37,8 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
               "axis (a meta-learning task's support and query sets); the means are over the episodes.")
 @click.option("--feed", type=click.Path(), help="Inputs that are the same for every batch (prior boxes, anchors): "
               "an .npz fed whole with each batch of --data.")
-@click.option("--params", type=click.Path(), help="The trained values: .npz (gradc train --save-params), Paddle's "
-              ".pdiparams (gradc export) or .pdparams.")
+@click.option("--params", type=click.Path(), multiple=True, help="The trained values: .npz (gradc train "
+              "--save-params), Paddle's .pdiparams (gradc export) or .pdparams. Repeatable: a later file's value wins.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs run first (values --params does not give). Repeatable.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,

@@ -66,8 +66,8 @@ def _input_options(path: str) -> str:
               help="The old spelling of --input (elsewhere --feed is an .npz of values).")
 @click.option("--fetch", "fetches", multiple=True, required=True, metavar="NAME",
               help="An output var of the model. Repeatable, in order. NAME=NEW renames it, as --input.")
-@click.option("--params", type=click.Path(),
-              help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
+@click.option("--params", type=click.Path(), multiple=True, help="The trained values: .npz (gradc train "
+              "--save-params), .pdiparams, .pdparams. Repeatable: a later file's value wins.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs run first (values --params does not give). Repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
@@ -87,8 +87,8 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     scope, executor = Scope(), Executor()
     for startup in startups:
         run_startup(executor, startup, scope)
-    if params:
-        scope.vars.update(read_values(params, prog, strict_params))
+    for path in params:
+        scope.vars.update(read_values(path, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt, rename=rename)
     if not params:   # said once the export is written, so that a refusal stays the one line
         warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "

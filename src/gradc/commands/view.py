@@ -15,7 +15,8 @@ from ..viz.html import program_html
 @click.option("-o", "--output", type=click.Path(),
               help="The HTML file to write (default: the program's path with .html, beside it).")
 @click.option("--feed", type=click.Path(), help="Inputs (.npz): run block 0 once and show each var's value statistics.")
-@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, Paddle's .pdiparams or .pdparams.")
+@click.option("--params", type=click.Path(), multiple=True,
+              help="Parameters for that run: an .npz, Paddle's .pdiparams or .pdparams. Repeatable.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run before that run, in order. Repeatable.")
 @click.option("--title", help="The page title (default: the program's path).")
@@ -34,9 +35,9 @@ def view(program, output, feed, params, startups, title):
         from .run_feeds import naming_feed
 
         def check(scope, fed):
-            require_values(prog, scope, fed, params, program)
+            require_values(prog, scope, fed, "', '".join(params) or None, program)
         with naming_feed(feed):
-            given = load_params((params,) if params else (), prog)
+            given = load_params(params, prog)
             stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, given, [load(path) for path in startups],
                                 check)
     page = program_html(prog, title or str(program), stats)

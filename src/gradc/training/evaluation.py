@@ -146,8 +146,9 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         randomness.seed(seed)
     for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
         run_startup(executor, init, scope)
-    if params is not None:
-        load_params(scope, params, program, strict)
+    params = [params] if isinstance(params, (str, os.PathLike)) else list(params or ())
+    for path in params:   # several files: a later one's value for a name wins
+        load_params(scope, path, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
     losses = named_losses(program, loss)
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
@@ -169,7 +170,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
                          f"example would count as right (give k up to {classes})")
-    require_values(evaluation.program, scope, evaluation.feeds, params, path)
+    require_values(evaluation.program, scope, evaluation.feeds, "', '".join(map(str, params)) or None, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
     results = {"examples": means.pop("examples")}
     if evaluation.losses:
