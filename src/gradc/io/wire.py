@@ -17,12 +17,14 @@ from .wire_values import (
     LIST_FIELDS,
     SCALAR_FIELDS,
     SMALL,
+    TEXT_LIST_TAGS,
     Unusual,
     as_bool,
     as_int,
     as_text,
     length_prefixed,
     text_field,
+    text_fields,
     varint,
 )
 
@@ -51,6 +53,9 @@ class Encoder:
         self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
         self._var_bodies: dict[tuple, bytes] = {}   # a dense var's fields after its name
         self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
+        self._input_starts: dict[str, list] = {}   # slot -> its start by its one argument's size (_slot_start)
+        self._output_starts: dict[str, list] = {}
+        self._frames: dict[int, bytes] = {}   # an op's length -> the tag and length its field starts with
 
     # ------------------------------------------------------------ program, block
     def program(self, program: Program) -> bytes | bytearray:
@@ -83,31 +88,47 @@ class Encoder:
         """Append the block as the ProgramDesc's field 1: its fields, then its tag and length put before them."""
         start = len(out)
         out += b"\x08" + as_int(block.idx, INT32) + b"\x10" + as_int(block.parent_idx, INT32)
-        small, framed_var, op = SMALL, self.framed_var, self.op
-        for item in block.vars.values():
-            out += framed_var(item)
+        self.vars(block, out)
+        frames, op = self._frames, self.op
         for item in block.ops:
-            body = op(item)
+            try:
+                body = op(item)
+            except (Unusual, TypeError, ValueError, UnicodeError, KeyError):
+                body = _by_message(item)
             size = len(body)
-            out += b"\x22"
-            out += small[size] if size < 128 else varint(size)
+            out += frames.get(size) or _cached_frame(frames, b"\x22", size)
             out += body
         if block.forward_block_idx is not None:
             out += b"\x28" + as_int(block.forward_block_idx, INT32)
         out[start:start] = b"\x0a" + varint(len(out) - start)
 
     # ------------------------------------------------------------ var
+    def vars(self, block: Block, out: bytearray) -> None:
+        """Append the block's vars, each as the BlockDesc's field 3. Hot: the common var, a dense tensor, is written
+        here, its name's field also cached as an op's argument (the ops after it write that name)."""
+        args, small, dense_body = self._args, SMALL, self._dense_body
+        for var in block.vars.values():
+            name = var.name
+            if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs \
+                    and type(name) is str:
+                try:
+                    body = dense_body(var)
+                    data = name.encode()
+                except (Unusual, TypeError, ValueError, UnicodeError):
+                    body = data = b""
+                if body and len(data) + len(body) < 126:   # the var's length in one byte
+                    named = small[len(data)] + data
+                    args[name] = b"\x12" + named   # the same name as an op's argument (field 2)
+                    out += b"".join((b"\x1a", small[1 + len(named) + len(body)], b"\x0a", named, body))
+                    continue
+            out += self.framed_var(var)
+
     def framed_var(self, var: VarDesc) -> bytes:
-        """The var as the BlockDesc's field 3: tag, length, then its bytes. Hot: the common var, a dense tensor, is
-        written here, its name's field also cached as an op's argument (the ops after it write that name)."""
+        """The var as the BlockDesc's field 3: tag, length, then its bytes."""
         try:
-            if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
-                named = text_field(b"\x0a", var.name)
-                self._args[var.name] = b"\x12" + named[1:]   # the same name as an op's argument (field 2)
-                body = self._dense_body(var)
-                size = len(named) + len(body)
-                return b"".join((b"\x1a", SMALL[size] if size < 128 else varint(size), named, body))
-            return length_prefixed(b"\x1a", self._var(var))
+            named = text_field(b"\x0a", var.name)
+            self._args[var.name] = b"\x12" + named[1:]
+            return length_prefixed(b"\x1a", self.plain_var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
             return length_prefixed(b"\x1a", _by_message(var))
 
@@ -118,10 +139,13 @@ class Encoder:
         return self._var(var)
 
     def _dense_body(self, var: VarDesc) -> bytes:
-        """A dense tensor var's fields after its name, keyed by their values and those values' exact types."""
-        values = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter,
-                  var.stop_gradient, *(var.shape or ()))
-        key = (values, tuple(map(type, values)))
+        """A dense tensor var's fields after its name, keyed by their values and those values' exact types (so
+        that 1 is not True nor 3.0 3)."""
+        shape = var.shape or ()
+        # type() per field, not map(type, ...) over a tuple of them: the interpreter specialises the call
+        key = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter, var.stop_gradient,
+               type(var.dtype), type(var.lod_level), type(var.persistable), type(var.need_check_feed),
+               type(var.is_parameter), type(var.stop_gradient), *shape, *map(type, shape))
         body = self._var_bodies.get(key)
         if body is None:
             body = self._var_bodies[key] = _new_dense_body(var)
@@ -164,21 +188,10 @@ class Encoder:
 
     # ------------------------------------------------------------ op
     def op(self, op: OpDesc) -> bytes:
-        try:
-            return self._op(op)
-        except (Unusual, TypeError, ValueError, UnicodeError, KeyError):
-            return _by_message(op)
-
-    def _op(self, op: OpDesc) -> bytes:
-        params, args_cache, small = self._params, self._args, SMALL
+        """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         parts = []
-        for tag, slots in ((b"\x0a", op.inputs), (b"\x12", op.outputs)):
-            for slot, args in slots.items():
-                body = params.get(slot) or _cached(params, b"\x0a", slot)
-                for arg in args:
-                    body += args_cache.get(arg) or _cached(args_cache, b"\x12", arg)
-                size = len(body)
-                parts.append(tag + (small[size] if size < 128 else varint(size)) + body)
+        self._slots(parts, b"\x0a", self._input_starts, op.inputs)
+        self._slots(parts, b"\x12", self._output_starts, op.outputs)
         parts.append(self._types.get(op.type) or _cached(self._types, b"\x1a", op.type))
         if op.attrs:
             types, cache = op.attr_types, self._attrs
@@ -196,6 +209,34 @@ class Encoder:
             parts.append(b"\x28" + as_bool(op.is_target))
         return b"".join(parts)
 
+    def _slots(self, parts: list, tag: bytes, starts: dict, slots: dict) -> None:
+        """Add the op's input or output slots to its fields. Hot: most slots name one argument, and are written as
+        the slot's start, cached by the size of that argument's field, and the field."""
+        args = self._args
+        for slot, names in slots.items():
+            if len(names) == 1:
+                field = args.get(names[0]) or _cached(args, b"\x12", names[0])
+                size = len(field)
+                if size < 128:
+                    by_size = starts.get(slot) or _new_starts(starts, slot)
+                    parts += (by_size[size] or self._slot_start(tag, slot, size, by_size), field)
+                    continue
+            parts.append(self._slot(tag, slot, names))
+
+    def _slot(self, tag: bytes, slot: str, names: list) -> bytes:
+        """An OpDesc.Var (a slot and its arguments), tagged as the OpDesc's field 1 or 2."""
+        args = self._args
+        body = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
+        for name in names:
+            body += args.get(name) or _cached(args, b"\x12", name)
+        return tag + varint(len(body)) + body
+
+    def _slot_start(self, tag: bytes, slot: str, size: int, by_size: list) -> bytes:
+        """A one-argument slot's field up to its argument, whose field is ``size`` bytes long."""
+        param = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
+        start = by_size[size] = tag + varint(len(param) + size) + param
+        return start
+
     def attr(self, name: str, kind: int, value) -> bytes:
         """An OpDesc.Attr, tagged as the OpDesc's field 4."""
         listed = type(value) is list
@@ -207,7 +248,9 @@ class Encoder:
                 return encoded
         body = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
         if value is not None:
-            if kind in LIST_FIELDS:
+            if kind in TEXT_LIST_TAGS and listed:
+                body += text_fields(TEXT_LIST_TAGS[kind], value)
+            elif kind in LIST_FIELDS:
                 if not listed:
                     raise Unusual
                 body += b"".join([LIST_FIELDS[kind](v) for v in value])
@@ -259,6 +302,16 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
     msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
     fill(item, msg)
     return msg.SerializeToString(deterministic=True)
+
+
+def _new_starts(cache: dict, slot: str) -> list:
+    starts = cache[slot] = [None] * 128
+    return starts
+
+
+def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
+    frame = cache[size] = tag + varint(size)
+    return frame
 
 
 def _cached(cache: dict, tag: bytes, text) -> bytes:

@@ -95,6 +95,15 @@ def text_field(tag: bytes, value) -> bytes:
     return tag + (SMALL[size] if size < 128 else varint(size)) + data
 
 
+def text_fields(tag: bytes, values: list) -> bytes:
+    """A repeated string field's elements, each tagged (TypeError for an element not a str)."""
+    parts = []
+    for data in map(str.encode, values):
+        size = len(data)
+        parts += (tag, SMALL[size] if size < 128 else varint(size), data)
+    return b"".join(parts)
+
+
 def string_field(tag: bytes):
     return lambda value: text_field(tag, value)
 
@@ -110,6 +119,7 @@ SCALAR_FIELDS = {
     AttrType.VAR: string_field(b"\x8a\x01"),
     AttrType.FLOAT64: lambda v: b"\x99\x01" + as_double(v),
 }
+TEXT_LIST_TAGS = {AttrType.STRINGS: b"\x42", AttrType.VARS: b"\x92\x01"}   # written by text_fields
 LIST_FIELDS = {
     AttrType.INTS: lambda v: b"\x30" + as_int(v, INT32),
     AttrType.FLOATS: lambda v: b"\x3d" + as_float(v),
