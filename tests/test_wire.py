@@ -127,6 +127,26 @@ def test_an_attribute_named_alike_with_another_type_keeps_its_own_type_field():
     assert_encoded_as_the_message_path_does(program)
 
 
+@pytest.mark.parametrize("size", [1, 60, 62, 123, 124, 125, 126, 127, 200])
+def test_slots_and_vars_about_one_length_byte(size):
+    """A one-argument slot is written from its start cached by its argument's size, a var in one piece where its
+    length takes one byte: names around those sizes, long slot names, empty and multi-argument slots, a name
+    not a str in a list attribute, are written as the message path writes them (or rejected as it is)."""
+    program = gradc.Program()
+    block = program.global_block
+    names = [("n" * size)[:-1] + suffix for suffix in "abc"]
+    for name in names:
+        block.create_var(name, [-1, 3], persistable=True)
+    block.append_op("scale", {"X": [names[0]]}, {"Out": [names[1]]})
+    block.append_op("concat", {"X": names, "AxisTensor": [], "S" * size: [names[2]]}, {"Out": [names[0]]},
+                    {"op_role_var": names[:2]})
+    block.append_op("scale", {"X": ["undeclared"], "Y": [names[1]]}, {"Out": [names[2]]})
+    assert encode_program(program) == _by_message(program)
+    block.ops[-1].set_attr("op_role_var", [names[0], 1], AttrType.STRINGS)
+    with pytest.raises(TypeError):
+        encode_program(program)
+
+
 def test_an_edit_after_a_save_is_in_the_next_one():
     """The writer's caches (var bodies, names as op arguments, attribute fields) live for one save."""
     program = parse_program((DATA / "mlp" / "forward.pb").read_bytes())
