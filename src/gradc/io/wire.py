@@ -40,6 +40,7 @@ _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (n
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
 _DENSE_TENSOR = VarType.DENSE_TENSOR
+_VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
 
 
 class Encoder:
@@ -47,7 +48,7 @@ class Encoder:
 
     def __init__(self):
         self._params: dict[str, bytes] = {}   # slot names, as a Var's field 1
-        self._args: dict[str, bytes] = {}     # var names, as a Var's field 2
+        self._names: dict[str, bytes] = {}    # var names: length and UTF-8 bytes (a Var's field 2 without its tag)
         self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
         self._attrs: dict[tuple, bytes] = {}
         self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
@@ -106,7 +107,7 @@ class Encoder:
     def vars(self, block: Block, out: bytearray) -> None:
         """Append the block's vars, each as the BlockDesc's field 3. Hot: the common var, a dense tensor, is written
         here, its name's field also cached as an op's argument (the ops after it write that name)."""
-        args, small, dense_body = self._args, SMALL, self._dense_body
+        names, small, dense_body = self._names, SMALL, self._dense_body
         for var in block.vars.values():
             name = var.name
             if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs \
@@ -117,17 +118,15 @@ class Encoder:
                 except (Unusual, TypeError, ValueError, UnicodeError):
                     body = data = b""
                 if body and len(data) + len(body) < 126:   # the var's length in one byte
-                    named = small[len(data)] + data
-                    args[name] = b"\x12" + named   # the same name as an op's argument (field 2)
-                    out += b"".join((b"\x1a", small[1 + len(named) + len(body)], b"\x0a", named, body))
+                    named = names[name] = small[len(data)] + data   # the ops after it write that name
+                    out += _VAR_STARTS[1 + len(named) + len(body)] + named + body
                     continue
             out += self.framed_var(var)
 
     def framed_var(self, var: VarDesc) -> bytes:
         """The var as the BlockDesc's field 3: tag, length, then its bytes."""
         try:
-            named = text_field(b"\x0a", var.name)
-            self._args[var.name] = b"\x12" + named[1:]
+            self._names[var.name] = text_field(b"", var.name)
             return length_prefixed(b"\x1a", self.plain_var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
             return length_prefixed(b"\x1a", _by_message(var))
@@ -212,29 +211,29 @@ class Encoder:
     def _slots(self, parts: list, tag: bytes, starts: dict, slots: dict) -> None:
         """Add the op's input or output slots to its fields. Hot: most slots name one argument, and are written as
         the slot's start, cached by the size of that argument's field, and the field."""
-        args = self._args
-        for slot, names in slots.items():
-            if len(names) == 1:
-                field = args.get(names[0]) or _cached(args, b"\x12", names[0])
-                size = len(field)
+        names = self._names
+        for slot, args in slots.items():
+            if len(args) == 1:
+                named = names.get(args[0]) or _cached(names, b"", args[0])
+                size = len(named)
                 if size < 128:
                     by_size = starts.get(slot) or _new_starts(starts, slot)
-                    parts += (by_size[size] or self._slot_start(tag, slot, size, by_size), field)
+                    parts += (by_size[size] or self._slot_start(tag, slot, size, by_size), named)
                     continue
-            parts.append(self._slot(tag, slot, names))
+            parts.append(self._slot(tag, slot, args))
 
-    def _slot(self, tag: bytes, slot: str, names: list) -> bytes:
+    def _slot(self, tag: bytes, slot: str, args: list) -> bytes:
         """An OpDesc.Var (a slot and its arguments), tagged as the OpDesc's field 1 or 2."""
-        args = self._args
+        names = self._names
         body = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
-        for name in names:
-            body += args.get(name) or _cached(args, b"\x12", name)
+        for name in args:
+            body += b"\x12" + (names.get(name) or _cached(names, b"", name))
         return tag + varint(len(body)) + body
 
     def _slot_start(self, tag: bytes, slot: str, size: int, by_size: list) -> bytes:
-        """A one-argument slot's field up to its argument, whose field is ``size`` bytes long."""
+        """A one-argument slot's field up to its argument's length, which with its bytes is ``size`` bytes long."""
         param = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
-        start = by_size[size] = tag + varint(len(param) + size) + param
+        start = by_size[size] = tag + varint(len(param) + 1 + size) + param + b"\x12"
         return start
 
     def attr(self, name: str, kind: int, value) -> bytes:
