@@ -18,8 +18,8 @@ from fuzzing_mutations import mutate_bytes, mutate_program
 from gradc.io.fast_read import Reader, read_program
 from gradc.io.plain_decode import PlainDecoder, _dense_var, tensor_desc
 from gradc.io.protobuf import _op_from_proto, _var_from_proto, attr_value, program_from_proto
-from gradc.io.wire import Encoder, tensor_desc_bytes
-from gradc.io.wire_values import varint
+from gradc.io.wire import Encoder
+from gradc.io.wire_values import tensor_desc_bytes, varint
 from gradc.ir import AttrType, OpDesc, VarDesc
 from gradc.ir.types import NUMPY_DTYPE_NAMES
 from gradc.proto import framework_pb2 as pb

@@ -22,7 +22,7 @@ from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
 from .files import write_atomic
 from .plain_decode import tensor_desc
-from .wire import tensor_desc_bytes
+from .wire_values import tensor_desc_bytes
 
 _HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 
 from ..ir import AttrType, VarDesc, VarType
-from .wire import Encoder, tensor_desc_bytes
-from .wire_values import read_varint
+from .wire import Encoder
+from .wire_values import read_varint, tensor_desc_bytes
 
 _SIGN64 = 2**63
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
@@ -143,7 +143,7 @@ def _blank_var(name: str) -> VarDesc:
 
 def _dense_var(name: str, body: bytes) -> VarDesc | None:
     """The common var, a dense tensor, read straight from the one layout protobuf writes for it (the layout
-    gradc.io.wire's Encoder._dense_body writes), in a third to a sixth of the general reading's time. None for
+    gradc.io.wire_values.dense_var_body writes), in a third to a sixth of the general reading's time. None for
     any other layout."""
     # VarType (field 2): type 7, then its dense_tensor (3): a TensorDesc (1: dtype, dims), then a lod level
     if len(body) < 10 or body[0] != 0x12 or body[1] > 127 or body[2:5] != b"\x08\x07\x1a" or body[5] > 127 \

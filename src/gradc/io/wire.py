@@ -12,23 +12,25 @@ from __future__ import annotations
 
 from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
 from .wire_values import (
+    ENUM_VALUE,
     INT32,
     INT64,
     LIST_FIELDS,
     SCALAR_FIELDS,
     SMALL,
     TEXT_LIST_TAGS,
+    VAR_TYPES,
     Unusual,
     as_bool,
     as_int,
     as_text,
+    dense_var_body,
     length_prefixed,
     text_field,
     text_fields,
     varint,
 )
 
-_VAR_TYPES = frozenset(map(int, VarType))   # the schema's enums (gradc.ir mirrors them; a test compares)
 _ATTR_TYPES = frozenset(map(int, AttrType))
 _TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22",
                   VarType.SPARSE_COO: b"\x5a", VarType.SPARSE_CSR: b"\x62"}
@@ -38,7 +40,6 @@ _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_
 
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
-_ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
 _DENSE_TENSOR = VarType.DENSE_TENSOR
 _VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
 
@@ -106,7 +107,7 @@ class Encoder:
     # ------------------------------------------------------------ var
     def vars(self, block: Block, out: bytearray) -> None:
         """Append the block's vars, each as the BlockDesc's field 3. Hot: the common var, a dense tensor, is written
-        here, its name's field also cached as an op's argument (the ops after it write that name)."""
+        here, and its name's length and bytes kept in the names' table for the ops after it."""
         names, small, dense_body = self._names, SMALL, self._dense_body
         for var in block.vars.values():
             name = var.name
@@ -118,7 +119,7 @@ class Encoder:
                 except (Unusual, TypeError, ValueError, UnicodeError):
                     body = data = b""
                 if body and len(data) + len(body) < 126:   # the var's length in one byte
-                    named = names[name] = small[len(data)] + data   # the ops after it write that name
+                    named = names[name] = small[len(data)] + data
                     out += _VAR_STARTS[1 + len(named) + len(body)] + named + body
                     continue
             out += self.framed_var(var)
@@ -147,7 +148,7 @@ class Encoder:
                type(var.is_parameter), type(var.stop_gradient), *shape, *map(type, shape))
         body = self._var_bodies.get(key)
         if body is None:
-            body = self._var_bodies[key] = _new_dense_body(var)
+            body = self._var_bodies[key] = dense_var_body(var)
         return body
 
     def _var(self, var: VarDesc) -> bytes:
@@ -157,7 +158,7 @@ class Encoder:
                 raise Unusual
             parts.append(length_prefixed(b"\x12", var.raw_type))
         else:
-            if var.type not in _VAR_TYPES:
+            if var.type not in VAR_TYPES:
                 raise Unusual
             body = b"\x08" + varint(int(var.type))
             tag = _TENSOR_FIELDS.get(var.type)
@@ -175,7 +176,7 @@ class Encoder:
         return b"".join(parts)
 
     def _tensor(self, var: VarDesc, bare: bool) -> bytes:
-        if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
+        if type(var.dtype) not in ENUM_VALUE or var.dtype not in VAR_TYPES:
             raise Unusual
         tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + as_int(d, INT64) for d in var.shape or ())
         if bare:
@@ -210,7 +211,8 @@ class Encoder:
 
     def _slots(self, parts: list, tag: bytes, starts: dict, slots: dict) -> None:
         """Add the op's input or output slots to its fields. Hot: most slots name one argument, and are written as
-        the slot's start, cached by the size of that argument's field, and the field."""
+        two cached pieces: the slot's start (its tag and length, the slot's name, the argument's tag), cached by the
+        size of the argument's length and bytes, then those."""
         names = self._names
         for slot, args in slots.items():
             if len(args) == 1:
@@ -274,26 +276,6 @@ class Encoder:
         return head
 
 
-def _new_dense_body(var: VarDesc) -> bytes:
-    """A dense tensor var's fields after its name."""
-    if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
-        raise Unusual
-    dims = b"".join([b"\x10" + (SMALL[d] if type(d) is int and 0 <= d < 128 else as_int(d, INT64))
-                     for d in var.shape or ()])
-    tensor = b"\x08" + varint(int(var.dtype)) + dims
-    dense = b"\x0a" + varint(len(tensor)) + tensor
-    dense += b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
-    kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
-    parts = [b"\x12", varint(len(kind)), kind]
-    for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
-                       (b"\x30", var.stop_gradient)):
-        if value is not None:
-            if type(value) is not bool:
-                raise Unusual
-            parts.append(tag + (b"\x01" if value else b"\x00"))
-    return b"".join(parts)
-
-
 def _by_message(item: VarDesc | OpDesc) -> bytes:
     """A var or op the plain encoder leaves, written through protobuf's message (imported only then)."""
     from ..proto import framework_pb2 as pb
@@ -321,11 +303,3 @@ def _cached(cache: dict, tag: bytes, text) -> bytes:
 def encode_program(program: Program) -> bytes:
     encoded = Encoder().program(program)
     return bytes(encoded)   # copied once the encoder and its caches are freed: the peak holds one or the other
-
-
-def tensor_desc_bytes(dtype: int, dims) -> bytes:
-    """A VarType.TensorDesc message: its data type and dims (a .pdiparams file holds one per tensor); Unusual for
-    a data type outside the schema."""
-    if int(dtype) not in _VAR_TYPES:
-        raise Unusual
-    return b"\x08" + varint(int(dtype)) + b"".join([b"\x10" + as_int(int(d), INT64) for d in dims])

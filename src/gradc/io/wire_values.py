@@ -1,13 +1,15 @@
-"""One value as protobuf encodes it (varints, fixed-width numbers, strings) and each attribute type's field, for
-gradc.io.wire; and a varint read back, for the readers. A value of another Python type, or out of its field's
-range, raises Unusual: the caller writes it through protobuf's message instead."""
+"""One value as protobuf encodes it (varints, fixed-width numbers, strings), each attribute type's field, a dense
+var's body and a TensorDesc, for gradc.io.wire; and a varint read back, for the readers. A value of another Python
+type, or out of its field's range, raises Unusual: the caller writes it through protobuf's message instead."""
 
 from __future__ import annotations
 
 import struct
 
-from ..ir import AttrType
+from ..ir import AttrType, VarDesc, VarType
 
+VAR_TYPES = frozenset(map(int, VarType))   # the schema's enums (gradc.ir mirrors them; a test compares)
+ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
 INT32 = (-(2**31), 2**31)
 INT64 = (-(2**63), 2**63)
 
@@ -130,3 +132,31 @@ LIST_FIELDS = {
     AttrType.FLOAT64S: lambda v: b"\x81\x01" + as_double(v),
     AttrType.VARS: string_field(b"\x92\x01"),
 }
+
+
+def dense_var_body(var: VarDesc) -> bytes:
+    """A dense tensor var's fields after its name (gradc.io.wire caches them by their values)."""
+    if type(var.dtype) not in ENUM_VALUE or var.dtype not in VAR_TYPES:
+        raise Unusual
+    dims = b"".join([b"\x10" + (SMALL[d] if type(d) is int and 0 <= d < 128 else as_int(d, INT64))
+                     for d in var.shape or ()])
+    tensor = b"\x08" + varint(int(var.dtype)) + dims
+    dense = b"\x0a" + varint(len(tensor)) + tensor
+    dense += b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
+    kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
+    parts = [b"\x12", varint(len(kind)), kind]
+    for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
+                       (b"\x30", var.stop_gradient)):
+        if value is not None:
+            if type(value) is not bool:
+                raise Unusual
+            parts.append(tag + (b"\x01" if value else b"\x00"))
+    return b"".join(parts)
+
+
+def tensor_desc_bytes(dtype: int, dims) -> bytes:
+    """A VarType.TensorDesc message: its data type and dims (a .pdiparams file holds one per tensor); Unusual for
+    a data type outside the schema."""
+    if int(dtype) not in VAR_TYPES:
+        raise Unusual
+    return b"\x08" + varint(int(dtype)) + b"".join([b"\x10" + as_int(int(d), INT64) for d in dims])
