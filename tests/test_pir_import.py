@@ -267,6 +267,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_arrays").glob("*/inference.json")]   # list ops
     files += [gzip.decompress(path.read_bytes())   # whole models as a CUDA build saves them (linear_v2, var, ...)
               for path in sorted((PIR_DATA.parent / "gpu_build").glob("*/*.json.gz"))]
+    files += [gzip.decompress(path.read_bytes())   # four users' weeks in PIR (MAML's *_double_grad ops)
+              for path in sorted((PIR_DATA.parent / "pir_weeks").glob("*/*.json.gz"))]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "tensor_parallel").glob("**/*.json")   # collectives
               if path.name != "meta.json"]
     files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast

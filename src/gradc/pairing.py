@@ -62,8 +62,10 @@ def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
              else OPTIMIZER if kind == FORWARD and index > first_update else kind
              for index, (op, kind) in enumerate(zip(ops, typed))]
     backward_values: set[str] = set()
+    differentiated = _differentiated_values(ops, typed)
     for index, op in enumerate(ops[:last_grad]):
-        if kinds[index] == FORWARD and backward_values.intersection(op.input_names()):
+        if (kinds[index] == FORWARD and backward_values.intersection(op.input_names())
+                and not differentiated.intersection(op.output_names())):
             kinds[index] = BACKWARD   # a grad op PIR writes as a forward one (transpose's, scale's)
         if kinds[index] == BACKWARD:
             backward_values.update(op.output_names())
@@ -81,6 +83,19 @@ def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
         if served and served <= {BACKWARD, OPTIMIZER}:
             kinds[index] = BACKWARD if BACKWARD in served else OPTIMIZER
     return kinds
+
+
+def _differentiated_values(ops: list[OpDesc], typed: list[str]) -> set[str]:
+    """The vars grad ops read as their forward op's inputs or outputs: forward values a later backward differentiates,
+    though computed from gradients (MAML's fast weights and query loss after `paddle.static.gradients`)."""
+    values = set()
+    for op, kind in zip(ops, typed):
+        opdef = registry.get(op.type) if kind == BACKWARD else None
+        forward = registry.get(opdef.grad_op_of) if opdef is not None and opdef.grad_op_of else None
+        if forward is not None:
+            slots = {*forward.inputs, *forward.outputs}
+            values.update(name for slot, names in op.inputs.items() if slot in slots for name in names)
+    return values
 
 
 def op_kind(block: Block, op: OpDesc) -> str:

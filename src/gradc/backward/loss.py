@@ -23,12 +23,14 @@ def _last_op(block: Block):
 
 def loss_candidates(program: Program) -> list[str]:
     """Float vars with a single element written by the last op of block 0 (observers left out), or, in a saved
-    program ending with fetch ops (Paddle 3's PIR models end so), fetched by them."""
+    program ending with fetch ops (Paddle 3's PIR models end so), fetched by them (metrics left out)."""
     block = program.global_block
     last = _last_op(block)
     if last is None:
         return []
-    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    # a saved model fetches its metrics too (an accuracy): no loss
+    observed = {name for op in block.ops if op.type in OBSERVERS for name in op.output_names()}
+    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X") if name not in observed]
     names = []
     for name in fetched if last.type == "fetch" else last.output_names():
         var = block.find_var(name)

@@ -14,6 +14,7 @@ from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, dtype_name
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
+from ..training.history import inner_objectives
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -142,7 +143,8 @@ def _loss(program: Program) -> tuple[str | None, str]:
             return loss, (f"paddle.static.amp's loss scaling multiplies it into {marked[0]}, which op_role marks the "
                           "loss and the backward starts from")
         return loss, "its op's op_role marks it the loss"
-    seeded = seeded_losses(block)
+    inner = inner_objectives(block)   # MAML's support loss: seeded, but the loss is computed from its gradients
+    seeded = [name for name in seeded_losses(block) if name not in inner]
     if seeded:
         return seeded[0], ("the backward starts from it: a fill_any_like of ones reads it, the seed of "
                            f"paddle.static.gradients and of PIR programs; gradc train reports "

@@ -3,7 +3,7 @@ values into the PIR kinds a row names."""
 
 from __future__ import annotations
 
-from ..ir import OpDesc, VarType
+from ..ir import GRAD_SUFFIX, OpDesc, VarType, roles
 from . import export_control, export_grads, export_legacy, export_pylayer, schema
 from .graph import Attr
 from .table.rows import EXPORTS
@@ -43,6 +43,13 @@ def fill_constant(op: OpDesc, exporter) -> None:
         exporter.generic(EXPORTS["fill_constant"][0], op)
         return
     name = op.output("Out")[0]
+    loss = name.removesuffix(GRAD_SUFFIX)
+    if roles.has_role(op, roles.LOSS | roles.BACKWARD) and op.attrs.get("value") == 1.0 and loss in exporter.current:
+        # the backward's seed as Paddle writes it, ones like the loss: PIR keeps no op_role, so a reader finds the
+        # loss by it (a program fetching several scalars: a distillation's loss, KL and feature MSE)
+        seed = OpDesc("fill_any_like", {"X": [loss]}, {"Out": [name]}, {"value": 1.0, "dtype": -1})
+        exporter.generic(EXPORTS["fill_any_like"][0], seed)
+        return
     text = op.attrs.get("str_value") or ""
     value = float(text) if text else float(op.attrs.get("value", 0.0))
     result = exporter.new_value(name)

@@ -25,11 +25,11 @@ def scalar(name: str, value) -> float:
 def default_fetch(program: Program) -> list[str]:
     """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
     with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
-    guess; never an inner objective whose gradients the forward goes on from (_inner_objectives); in an AMP program
+    guess; never an inner objective whose gradients the forward goes on from (inner_objectives); in an AMP program
     the loss before its loss scaling (amp_loss)."""
     block = program.global_block
     marked, per_example = [], False
-    inner = _inner_objectives(block)
+    inner = inner_objectives(block)
     for op in block.ops:
         role = op.attrs.get("op_role")
         if isinstance(role, int) and role & roles.LOSS and not role & roles.BACKWARD:
@@ -47,7 +47,7 @@ def default_fetch(program: Program) -> list[str]:
     return [unscaled_loss(block, loss)] if loss else []   # a PIR program's loss scaling: no op_role marks it
 
 
-def _inner_objectives(block) -> set[str]:
+def inner_objectives(block) -> set[str]:
     """The losses (marked by op_role, or seeded by a backward's ones) from whose gradients the forward computes another
     float scalar: `paddle.static.gradients` seeds the loss it differentiates (MAML's support loss, a critic's output
     under a gradient penalty), and the scalar computed from those gradients is the program's loss, not it."""

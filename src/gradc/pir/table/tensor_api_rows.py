@@ -100,6 +100,11 @@ ROWS = [
         "x_grad:X@GRAD y_grad:Y@GRAD grad_out_grad:grad_out@GRAD", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.add_double_grad", "elementwise_add_grad_grad", "y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY",
         "grad_out_grad:DDOut", "axis:i32=-1"),
+    # MAML's second derivatives in PIR: the inner loss's MSE (paddle.static.gradients, then minimize)
+    row("pd_op.subtract_double_grad", "elementwise_sub_grad_grad",
+        "y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY", "grad_out_grad:DDOut", "axis:i32=-1"),
+    row("pd_op.square_double_grad", "square_grad_grad", "x:X grad_out:grad_out grad_x_grad:grad_x@GRAD",
+        "x_grad:X@GRAD grad_out_grad:grad_out@GRAD"),
     row("pd_op.multiply_double_grad", "elementwise_mul_grad_grad",
         "x:X y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY", "x_grad:X@GRAD y_grad:Y@GRAD grad_out_grad:DDOut",
         "axis:i32=-1"),
