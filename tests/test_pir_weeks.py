@@ -21,6 +21,7 @@ META = json.loads((WEEKS / "meta.json").read_text())
 TASKS = DATA / "user_week21" / "tasks.npz"
 # each case: the optimizer as Paddle's, the data as its steps took it
 CASES = {"maml": (["--optimizer", "adam", "--lr", "0.001"], ["--data", TASKS, "--episodes"]),
+         "fomaml": (["--optimizer", "adam", "--lr", "0.001"], ["--data", TASKS, "--episodes"]),
          "metasgd": (["--optimizer", "adam", "--lr", "0.001"], ["--data", TASKS, "--episodes"]),
          "distill": (["--optimizer", "adam", "--lr", "0.01", "--loss", "fetch_name_0"],
                      ["--data", DATA / "user_week27" / "data.npz", "--batch-size", "16"]),
@@ -91,7 +92,7 @@ def test_paddles_pir_maml_with_double_grad_ops_trains_to_its_losses_reporting_th
     _assert_trained_like_paddle(files, case, "train.json", 6e-6)
 
 
-@pytest.mark.parametrize("case", ["maml", "metasgd"])
+@pytest.mark.parametrize("case", ["maml", "fomaml", "metasgd"])
 def test_maml_saved_by_save_inference_model_compiles_and_trains_to_paddles_outer_losses(files, case):
     """Before, `gradc info model.json` named the support loss as the loss ("the backward starts from it, a PIR
     program's seed"), and `gradc train` of gradc's compile of it reported that support loss (MAML 7.893 mean, where
@@ -129,9 +130,11 @@ def test_a_loss_named_at_compile_is_reported_by_train_of_the_pir_program(files, 
     _assert_trained_like_paddle(files, case, "gradc_train.json", 1e-6)
 
 
-@pytest.mark.parametrize("case", ["distill", "pruned", "tabular", "sr"])
+@pytest.mark.parametrize("case", ["fomaml", "distill", "pruned", "tabular", "sr"])
 def test_paddles_pir_training_programs_train_to_its_losses_and_weights(files, case):
-    """No fault: Paddle's own PIR minimize programs of the four other cases give its per-step losses and weights."""
+    """No fault: Paddle's own PIR minimize programs of the other cases give its per-step losses and weights. In PIR
+    Paddle trains first-order MAML (its legacy minimize returned no parameter gradient, week 21): 6 pairs, no
+    second-order op, and gradc's training of Paddle's program and of its compile of model.json agree with it."""
     steps = _train(files, case, "train.json", "startup.json")
     np.testing.assert_allclose([step["values"]["loss"] for step in steps], _paddle(case)["loss"], rtol=2e-6)
     _assert_trained_like_paddle(files, case, "train.json", 1e-6)
@@ -159,7 +162,8 @@ def test_pir_keeps_trainable_false_so_the_masks_and_the_teacher_stay_frozen(file
     steps = _train(files, "pruned", _compiled(files, "pruned"), "gradc_train.startup.json")
     np.testing.assert_allclose([step["values"]["fetch_name_0"] for step in steps], _paddle("pruned")["loss"],
                                rtol=2e-6)
-    trained, start = np.load(files / "pruned" / "gradc_train.json.trained.npz"), np.load(WEEKS / "pruned" / "params.npz")
+    trained = np.load(files / "pruned" / "gradc_train.json.trained.npz")
+    start = np.load(WEEKS / "pruned" / "params.npz")
     for weight in ("fc1.w", "fc2.w"):
         np.testing.assert_array_equal(trained[f"{weight}_mask"], start[f"{weight}_mask"])
         assert (trained[weight][start[f"{weight}_mask"] == 0] == 0).all()
@@ -176,3 +180,26 @@ def test_paddles_pir_batchmean_kl_divides_by_minus_one_and_gradc_runs_what_the_p
     steps = _train(files, "distill", _compiled(files, "distill"), "gradc_train.startup.json",
                    "--fetch", "fetch_name_1")
     np.testing.assert_allclose([step["values"]["fetch_name_1"] for step in steps], paddle["kl"], rtol=2e-6)
+
+
+def test_evaluate_of_a_model_fetching_several_scalars_says_which_and_takes_loss(files):
+    """Before, `gradc evaluate` of the SR model (fetching its loss and PSNR) said "the program has no loss and no class
+    scores ...; name the scalars to average (--fetch NAME) or the labels (--label NAME)": it has a loss, gradc could
+    not pick between two, and --loss, the option that says which, went unnamed. Now the error names the candidates
+    and --loss; with it the loss and the PSNR are averaged. `gradc run` of the saved model at the start gives
+    Paddle's first loss."""
+    common = ("--params", files / "sr" / "params.npz", "--data", DATA / "user_week23" / "data.npz", "--batch-size", "4")
+    refused = gradc_cli("evaluate", files / "sr" / "model.json", *common)
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert "several float scalars (fetch_name_0, fetch_name_1)" in refused.stderr
+    assert "name the loss (--loss NAME)" in refused.stderr
+    done = gradc_cli("evaluate", files / "sr" / "model.json", *common, "--loss", "fetch_name_0", "--fetch",
+                     "fetch_name_1", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["examples"] == 24 and result["loss_var"] == "fetch_name_0"
+    first = {name: value[:4] for name, value in np.load(DATA / "user_week23" / "data.npz").items()}
+    program, scope = gradc.load(files / "sr" / "model.json"), gradc.Scope()
+    gradc.load_params(scope, files / "sr" / "params.npz", program)
+    (loss,) = gradc.Executor().run(program, first, ["fetch_name_0"], scope)
+    np.testing.assert_allclose(float(loss), _paddle("sr")["loss"][0], rtol=1e-6)

@@ -2,8 +2,9 @@
 PIR"): the same models built by Paddle's layers in PIR static mode (the week scripts' nets), saved as a Paddle 3 user
 saves them, trained by Paddle's executor on the weeks' committed data:
 
-- maml/, metasgd/ (week 21): the inner step by `paddle.static.gradients` in a PIR program, the query loss minimized by
-  Adam (lr 1e-3) through the inner gradient (PIR's *_double_grad ops); a task a step, 8 steps.
+- maml/, fomaml/, metasgd/ (week 21): the inner step by `paddle.static.gradients` in a PIR program, the query loss
+  minimized by Adam (lr 1e-3) through the inner gradient (PIR's *_double_grad ops; first-order MAML's inner gradients
+  marked stop_gradient); a task a step, 8 steps.
 - distill/, pruned/ (week 27): distillation from the frozen teacher (teacher.npz; loss, KL and feature MSE fetched),
   Adam (0.01); the masked MLP (masks trainable=False) by Momentum (0.05, 0.9, weight_decay 1e-3); 6 batches of 16.
 - tabular/ (week 24): the wide-and-deep churn and spend model over train.csv (loss, auc, accuracy), Adam (0.01),
@@ -110,6 +111,8 @@ def outer_loss(case: dict):
     fast, penalty = weights, None
     for step in range(case["inner_steps"]):
         grads = paddle.static.gradients(week21.mse(net(fast, data["x_support"], act), data["y_support"]), fast)
+        for grad in grads if case["first_order"] else ():
+            grad.stop_gradient = True
         if step == 0 and case["penalty"]:
             penalty = paddle.add_n([paddle.sum(paddle.square(grad)) for grad in grads])
         fast = [w - rate * g for w, g, rate in zip(fast, grads, rates)]
@@ -214,7 +217,7 @@ if __name__ == "__main__":
     paddle.enable_static()
     target = Path(sys.argv[1])
     target.mkdir(parents=True, exist_ok=True)
-    meta = {name: maml(target, name) for name in ("maml", "metasgd")}
+    meta = {name: maml(target, name) for name in ("maml", "fomaml", "metasgd")}
     meta |= {"distill": distillation(target), "pruned": pruned(target), "tabular": tabular(target),
              "sr": super_resolution(target)}
     (target / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

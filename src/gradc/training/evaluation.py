@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..backward.loss import no_loss_hint
 from ..errors import ExecutionError, FeedError, GradcError
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
@@ -71,8 +72,9 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         result.topk = sorted(set(topk)) if result.scores else []
     needed = result.scalars + ([result.scores] if result.scores else [])
     if not needed:
-        raise GradcError("evaluation: the program has no loss and no class scores to score against labels; name "
-                         "the scalars to average (--fetch NAME) or the labels (--label NAME)")
+        raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
+                         "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
+                         "the labels (--label NAME)")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     return result
