@@ -230,3 +230,26 @@ def test_five_way_maml_paddle_cannot_minimize_in_pir_trains_in_gradc(files):
     epochs = [line["train"] for line in map(json.loads, done.stdout.splitlines()) if line["event"] == "epoch"]
     assert epochs[-1]["fetch_name_0"] < epochs[0]["fetch_name_0"] - 0.15
     assert epochs[-1]["fetch_name_1"] > epochs[0]["fetch_name_1"] + 0.1
+
+
+def test_dygraph_maml_saved_by_jit_save_compiles_and_trains_to_paddles_dygraph_losses(files):
+    """No fault: MAML in dygraph, its inner step by paddle.grad(create_graph=True), saved by paddle.jit.save (the
+    inner backward's grad ops in the saved PIR forward): gradc compile --optimizer adam trains it to the losses and
+    weights of Paddle's dygraph Adam, a task a step."""
+    jit = WEEKS / "jit_maml"
+    (files / "jit_maml").mkdir(exist_ok=True)
+    model = files / "jit_maml" / "model.json"
+    model.write_bytes(gzip.decompress((jit / "model.json.gz").read_bytes()))
+    assert gradc_cli("compile", model, "-o", files / "jit_maml" / "train.json", "--optimizer", "adam", "--lr",
+                     "0.001").returncode == 0
+    done = gradc_cli("train", files / "jit_maml" / "train.json", "--startup", files / "jit_maml" / "train.startup.json",
+                     "--params", jit / "params.npz", "--data", TASKS, "--episodes", "--json", "--log-every", "1",
+                     "--save-params", files / "jit_maml" / "trained.npz")
+    assert done.returncode == 0, done.stderr
+    steps = [line["values"] for line in map(json.loads, done.stdout.splitlines()) if line["event"] == "step"]
+    paddle = np.load(jit / "paddle.npz")
+    np.testing.assert_allclose([step["fetch_name_0"] for step in steps], paddle["loss"], rtol=3e-7)
+    trained = np.load(files / "jit_maml" / "trained.npz")
+    for name in META["jit_maml"]["params"]:
+        expected = paddle[f"trained.{name}"]
+        np.testing.assert_allclose(trained[name], expected, rtol=0, atol=1e-6 * np.abs(expected).max(), err_msg=name)

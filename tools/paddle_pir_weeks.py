@@ -5,6 +5,8 @@ saves them, trained by Paddle's executor on the weeks' committed data:
 - maml/, fomaml/, metasgd/ (week 21): the inner step by `paddle.static.gradients` in a PIR program, the query loss
   minimized by Adam (lr 1e-3) through the inner gradient (PIR's *_double_grad ops; first-order MAML's inner gradients
   marked stop_gradient); a task a step, 8 steps.
+- jit_maml/: MAML in dygraph (paddle.grad(create_graph=True)) saved by paddle.jit.save, trained by dygraph Adam.
+- classify/ (week 21): 5-way MAML; Paddle's PIR minimize fails (meta.json), its numbers at the start are kept.
 - distill/, pruned/ (week 27): distillation from the frozen teacher (teacher.npz; loss, KL and feature MSE fetched),
   Adam (0.01); the masked MLP (masks trainable=False) by Momentum (0.05, 0.9, weight_decay 1e-3); 6 batches of 16.
 - tabular/ (week 24): the wide-and-deep churn and spend model over train.csv (loss, auc, accuracy), Adam (0.01),
@@ -136,6 +138,49 @@ def maml(out: Path, name: str) -> dict:
     return save_case(out / name, built, [{k: v[step] for k, v in tasks.items()} for step in range(week21.STEPS)])
 
 
+class DygraphMaml(paddle.nn.Layer):
+    """MAML's outer loss in dygraph: the inner step by paddle.grad(create_graph=True). Plain parameter attributes: with
+    a ParameterList, to_static's paddle.grad fails ("Value Wrapper is only support None and pir.Value")."""
+
+    def __init__(self):
+        super().__init__()
+        for index, shape in enumerate(([1, 40], [40], [40, 40], [40], [40, 1], [1])):
+            setattr(self, f"w{index}", self.create_parameter(shape))
+
+    def forward(self, x_support, y_support, x_query, y_query):
+        weights = [getattr(self, f"w{index}") for index in range(6)]
+        grads = paddle.grad(week21.mse(net(weights, x_support, F.relu), y_support), weights, create_graph=True)
+        return week21.mse(net([w - week21.ALPHA * g for w, g in zip(weights, grads)], x_query, F.relu), y_query)
+
+
+def jit_maml(out: Path) -> dict:
+    """MAML in dygraph saved by paddle.jit.save (model.json: the inner step's grad ops in the saved forward), trained
+    by Paddle's dygraph Adam (1e-3) a task a step."""
+    (out / "jit_maml").mkdir(parents=True, exist_ok=True)
+    paddle.disable_static()
+    paddle.seed(21)
+    model, tasks = DygraphMaml(), dict(np.load(WEEKS / "user_week21" / "tasks.npz"))
+    names = [p.name for p in model.parameters()]
+    start = {p.name: p.numpy() for p in model.parameters()}
+    spec = [paddle.static.InputSpec([week21.SHOTS, 1], "float32", name) for name in tasks]
+    with tempfile.TemporaryDirectory() as tmp:
+        paddle.jit.save(model, f"{tmp}/model", input_spec=spec)
+        write_gz(out / "jit_maml" / "model.json", Path(f"{tmp}/model.json").read_bytes())
+    adam, losses = paddle.optimizer.Adam(1e-3, parameters=model.parameters()), []
+    for step in range(week21.STEPS):
+        loss = model(*(paddle.to_tensor(tasks[name][step]) for name in tasks))
+        loss.backward()
+        adam.step()
+        adam.clear_grad()
+        losses.append(float(loss))
+    np.savez_compressed(out / "jit_maml" / "params.npz", **start)
+    np.savez_compressed(out / "jit_maml" / "paddle.npz", loss=np.array(losses),
+                        **{f"trained.{p.name}": p.numpy() for p in model.parameters()})
+    paddle.enable_static()
+    print("jit_maml", losses)
+    return {"params": names, "inputs": list(tasks)}
+
+
 def classification(out: Path) -> dict:
     """Week 21's 5-way MAML (an 8-32-5 ReLU net, one inner step of cross-entropy, alpha 0.4) in PIR: Paddle's minimize
     fails (no grad op of cross_entropy_with_softmax_grad), so model.json, params.npz and Paddle's outer loss and
@@ -248,6 +293,6 @@ if __name__ == "__main__":
     target = Path(sys.argv[1])
     target.mkdir(parents=True, exist_ok=True)
     meta = {name: maml(target, name) for name in ("maml", "fomaml", "metasgd")}
-    meta |= {"classify": classification(target), "distill": distillation(target), "pruned": pruned(target),
-             "tabular": tabular(target), "sr": super_resolution(target)}
+    meta |= {"jit_maml": jit_maml(target), "classify": classification(target), "distill": distillation(target),
+             "pruned": pruned(target), "tabular": tabular(target), "sr": super_resolution(target)}
     (target / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
