@@ -50,7 +50,8 @@ def op_kinds(block: Block) -> list[str]:
 
 def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
     """Grad ops by type; before the last of them, an op writing a grad var or reading a backward op's result is
-    backward (the seed, sums of partial grads, a grad PIR writes as a forward op); after the first update op,
+    backward (the seed, sums of partial grads, a grad PIR writes as a forward op) unless a grad op reads its output
+    as a forward value (MAML's query forward, computed from the inner gradients); after the first update op,
     every op is the optimizer's (state written back); then, from the last op back, an op whose outputs are all
     read, and only by backward or optimizer ops (and, after the backward, fetch ops), is one of them: backward if a
     backward op reads it, else the optimizer's (gradient clipping, decay, a learning-rate schedule). A read for the
