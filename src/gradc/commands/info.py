@@ -145,6 +145,9 @@ def _loss(program: Program) -> tuple[str | None, str]:
         return loss, "its op's op_role marks it the loss"
     inner = inner_objectives(block)   # MAML's support loss: seeded, but the loss is computed from its gradients
     seeded = [name for name in seeded_losses(block) if name not in inner]
+    if seeded and (loss := unscaled_loss(block, seeded[0])) != seeded[0]:   # a PIR AMP program gradc compiled
+        return loss, (f"paddle.static.amp's loss scaling multiplies it into {seeded[0]}, which the backward starts "
+                      "from (a fill_any_like of ones reads it)")
     if seeded:
         return seeded[0], ("the backward starts from it: a fill_any_like of ones reads it, the seed of "
                            f"paddle.static.gradients and of PIR programs; gradc train reports "
