@@ -28,11 +28,11 @@ from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
 from .accuracy import class_axis, top_k_hits
-from .chunk_metrics import chunk_ratios, set_ratios
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
 from .programs import forward_part, prune
+from .set_metrics import auc_counts, chunk_ratios, counting_from_zero, set_ratios
 
 
 @dataclass
@@ -234,7 +234,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     fetches = evaluation.scalars + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
     totals, correct, counted, count = dict.fromkeys(evaluation.scalars, 0.0), dict.fromkeys(evaluation.topk, 0), 0, 0
-    counts, whole_set = _auc_counts(evaluation.program)
+    counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts):
         for index, batch in enumerate(data.batches(0, batch_size or data.size)):
@@ -268,31 +268,6 @@ def _top_k_hits(scores, labels: np.ndarray, evaluation: EvalPlan, source: str) -
                          f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
                          f"labels)")
     return counted
-
-
-def _auc_counts(program: Program) -> tuple[list[str], set[str]]:
-    """The count vars of the program's auc ops (each run adds to them), and the AUCs whose counts span every batch
-    run (slide_steps 0: paddle.static.auc's first output)."""
-    counts, whole_set = [], set()
-    for op in program.global_block.ops:
-        if op.type == "auc":
-            counts += op.input("StatPos") + op.input("StatNeg")
-            if op.attrs.get("slide_steps") == 0:
-                whole_set.update(op.output("AUC"))
-    return counts, whole_set
-
-
-@contextmanager
-def counting_from_zero(scope: Scope, counts: list[str]):
-    """An evaluation's auc ops count its examples alone, and training's counts are as they were after it."""
-    saved = {name: scope[name] for name in counts if name in scope}
-    for name, value in saved.items():
-        scope[name] = np.zeros_like(value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            scope[name] = value
 
 
 @contextmanager

@@ -1,10 +1,15 @@
-"""chunk_eval's precision, recall and F1 over a whole data set, as Paddle's ChunkEvaluator accumulates them: from the
-chunk counts summed over every batch (a mean of the batches' F1s weighs a batch of few chunks as one of many)."""
+"""Metrics over a whole data set, not means over its batches: chunk_eval's precision, recall and F1, as Paddle's
+ChunkEvaluator accumulates them, from the chunk counts summed over every batch (a mean of the batches' F1s weighs a
+batch of few chunks as one of many); and the auc ops' counts, from zero for each evaluation."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 
+import numpy as np
+
+from ..executor import Scope
 from ..ir import Program
 
 RATIOS = ("Precision", "Recall", "F1-Score")
@@ -32,3 +37,28 @@ def set_ratios(ratios: dict[str, tuple[str, tuple[str, ...]]], totals: dict[str,
         f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
         results[name] = dict(zip(RATIOS, (precision, recall, f1)))[slot]
     return results
+
+
+def auc_counts(program: Program) -> tuple[list[str], set[str]]:
+    """The count vars of the program's auc ops (each run adds to them), and the AUCs whose counts span every batch
+    run (slide_steps 0: paddle.static.auc's first output)."""
+    counts, whole_set = [], set()
+    for op in program.global_block.ops:
+        if op.type == "auc":
+            counts += op.input("StatPos") + op.input("StatNeg")
+            if op.attrs.get("slide_steps") == 0:
+                whole_set.update(op.output("AUC"))
+    return counts, whole_set
+
+
+@contextmanager
+def counting_from_zero(scope: Scope, counts: list[str]):
+    """An evaluation's auc ops count its examples alone, and training's counts are as they were after it."""
+    saved = {name: scope[name] for name in counts if name in scope}
+    for name, value in saved.items():
+        scope[name] = np.zeros_like(value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            scope[name] = value
