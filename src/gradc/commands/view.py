@@ -32,14 +32,14 @@ def view(program, output, feed, params, startups, title):
         from ..training.params import require_values
         from ..viz.stats import value_stats
         from .run import load_params
-        from .run_feeds import naming_feed
+        from .run_feeds import model_inputs, naming_feed
 
         def check(scope, fed):
             require_values(prog, scope, fed, "', '".join(params) or None, program)
         with naming_feed(feed):
             given = load_params(params, prog)
-            stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, given, [load(path) for path in startups],
-                                check)
+            fed = model_inputs(prog, read_npz(feed, "feed"), feed) if feed else {}   # a test set's labels left out
+            stats = value_stats(prog, fed, given, [load(path) for path in startups], check)
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
     opening = f"; open {Path(output).resolve().as_uri()} in a browser" if Path(output).is_file() else ""   # not a pipe
