@@ -1,7 +1,10 @@
-"""What the Paddle tools share for writing legacy programs."""
+"""What the Paddle fixture tools share: writing legacy programs, starting a script's PIR half, reading a PIR
+program's values."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -63,3 +66,21 @@ def script_main(main, main_pir) -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     (main_pir if sys.argv[2:] == ["--pir"] else main)(out)
+
+
+def pir_half(script: str, out: Path) -> None:
+    """Run ``script OUT --pir`` in a second interpreter: the mode is fixed at start-up, and the shim is for legacy
+    mode only."""
+    subprocess.run([sys.executable, script, str(out), "--pir"], check=True,
+                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+
+
+def persistable_values(program) -> dict:
+    """Every parameter and persistable input of a PIR program as the global scope holds it."""
+    scope, names = paddle.static.global_scope(), []
+    for op in program.global_block().ops:
+        if op.name() == "builtin.parameter":
+            names.append(op.attrs()["parameter_name"])
+        elif op.name() == "pd_op.data" and op.result(0).persistable:
+            names.append(op.attrs()["name"])
+    return {name: np.array(scope.find_var(name).get_tensor()) for name in names}

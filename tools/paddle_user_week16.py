@@ -26,9 +26,6 @@ gauss_predictor.npz, and meta.json (Paddle's executor's losses per step, the var
 """
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -37,7 +34,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 RNG = np.random.default_rng(16)
 OBS, ACTIONS, HIDDEN, BATCH = 4, 3, 16, 8
@@ -286,9 +283,7 @@ def main(out: Path) -> None:
     paddle.enable_static()
     legacy_cases(out, meta)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    # the PIR programs in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
-    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
-                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+    pir_half(__file__, out)
 
 
 def main_pir(out: Path) -> None:

@@ -17,6 +17,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.audio.features import MFCC
 from paddle.base import core
+from paddle_programs import persistable_values
 from paddle_user_week18 import HOP, N_FFT, N_MELS, N_MFCC, SAMPLES, SR, KeywordNet
 
 RNG = np.random.default_rng(181)
@@ -58,17 +59,6 @@ def save(layer, path: Path, wav: np.ndarray) -> list:
     loaded = paddle.jit.load(str(path))
     outputs = loaded(paddle.to_tensor(wav))
     return [value.numpy() for value in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
-
-
-def persistable_values(program) -> dict:
-    """Every parameter and persistable input of a PIR program as the global scope holds it."""
-    scope, names = paddle.static.global_scope(), []
-    for op in program.global_block().ops:
-        if op.name() == "builtin.parameter":
-            names.append(op.attrs()["parameter_name"])
-        elif op.name() == "pd_op.data" and op.result(0).persistable:
-            names.append(op.attrs()["name"])
-    return {name: np.array(scope.find_var(name).get_tensor()) for name in names}
 
 
 def vocoder_pir(out: Path, targets: np.ndarray) -> dict:

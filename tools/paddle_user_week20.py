@@ -27,9 +27,6 @@ of batches.npz as micro-batches of 4, each permutation taken modulo 4.
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -38,7 +35,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 
 def write_program(path: Path, program) -> None:
@@ -227,9 +224,7 @@ def main(out: Path) -> None:
         write_program(out / "merge.pb", merge_program)
         write_program(out / "merge_startup.pb", merge_startup)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
-    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
-                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+    pir_half(__file__, out)
 
 
 def main_pir(out: Path) -> None:

@@ -24,9 +24,6 @@ differences).
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -34,7 +31,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 SIZE, IMAGES, BATCH, STEPS, STYLE_STEPS, FEATURES = 16, 24, 4, 6, 10, 8
 RNG = np.random.default_rng(23)
@@ -273,9 +270,7 @@ def main(out: Path) -> None:
     train_style(out, exe, meta)
     float64_gradients(meta)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
-    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
-                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+    pir_half(__file__, out)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,6 @@ per step, the vars' names, Paddle's float64 gradients' errors against central di
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -38,7 +35,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks
 
 VOCAB, LENGTH, TAGS, CHUNK_TYPES, SENTENCES, BATCH, STEPS = 20, 7, 5, 2, 24, 4, 18
 OUTSIDE = 2 * CHUNK_TYPES  # chunk_eval's IOB tags: 2 * type (B), 2 * type + 1 (I), 2 * types (O)
@@ -204,9 +201,7 @@ def main(out: Path) -> None:
     np.savez(out / "paddle_decoded.npz", **decoded)
     meta = {"names": names, "losses": losses, "paddle_float64_gradient_errors": float64_gradients(exe, data)}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
-    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
-                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+    pir_half(__file__, out)
 
 
 class Decoder(paddle.nn.Layer):

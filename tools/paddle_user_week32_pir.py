@@ -17,18 +17,8 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
+from paddle_programs import persistable_values
 from paddle_user_week32 import BATCH, DIM, SIMCLR_TEMP, STEPS, encoder, projector
-
-
-def persistable_values(program) -> dict:
-    """Every parameter and persistable input of a PIR program as the global scope holds it."""
-    scope, names = paddle.static.global_scope(), []
-    for op in program.global_block().ops:
-        if op.name() == "builtin.parameter":
-            names.append(op.attrs()["parameter_name"])
-        elif op.name() == "pd_op.data" and op.result(0).persistable:
-            names.append(op.attrs()["name"])
-    return {name: np.array(scope.find_var(name).get_tensor()) for name in names}
 
 
 def main(out: Path) -> None:

@@ -25,16 +25,13 @@ parameter after the steps), paddle_*.npz, meta.json (losses per step, names, the
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 VOCAB, LENGTH, TAGS, SENTENCES, BATCH, STEPS, HIDDEN = 20, 6, 5, 16, 4, 4, 8
 RNG = np.random.default_rng(33)
@@ -156,9 +153,7 @@ def main(out: Path) -> None:
     for suffix in (".pdparams", ".pdopt", ".pdmodel"):   # the program as paddle.static.save writes it: not needed
         (out / f"gru{suffix}").unlink()
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    # the PIR export in a second interpreter: the mode is fixed at start-up, and the shim is for legacy mode only
-    subprocess.run([sys.executable, __file__, str(out), "--pir"], check=True,
-                   env={**os.environ, "FLAGS_enable_pir_api": "1"})
+    pir_half(__file__, out)
 
 
 class Tagger(paddle.nn.Layer):
