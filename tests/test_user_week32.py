@@ -290,3 +290,13 @@ def test_simclr_in_pir_trains_as_paddle(files):
                       files / "feed.npz", "--json")
     assert check.returncode == 0, check.stdout
     assert max(var["max_abs_error"] for var in json.loads(check.stdout)["vars"]) < 1e-9
+
+
+def test_info_says_which_parameters_are_frozen(files):
+    """info said "parameters: 16", the frozen key encoder counted as the trained query one: it names them now."""
+    run = gradc_cli("info", files / "moco.pb", "--json")
+    assert run.returncode == 0, run.stderr
+    facts = json.loads(run.stdout)
+    assert len(facts["parameters"]) == 16 and facts["frozen_parameters"] == sorted(KEYS)
+    text = gradc_cli("info", files / "moco.pb").stdout
+    assert "parameters: 16 (776 values; 8 of them frozen by stop_gradient: no gradient)" in text

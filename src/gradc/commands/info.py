@@ -56,6 +56,8 @@ def summary(program: str) -> dict:
             # an RNN's flat buffer repeats its cells' values (Paddle's dygraph layer does not list it)
             "parameter_values": sum(_size(var.shape) for var in params or persistable if var.name not in buffers),
             "flat_buffers": buffers,
+            # trainable=False (a MoCo key encoder, a frozen backbone): parameters no backward gives a gradient
+            "frozen_parameters": sorted(var.name for var in params if var.stop_gradient),
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
@@ -86,7 +88,9 @@ def _lines(facts: dict) -> list[str]:
     params, others = facts["parameters"], facts["other_persistable"]
     if facts["parameters_marked"]:
         repeated = ", ".join(f"{name} {size:,}" for name, size in facts["flat_buffers"].items())
+        frozen = len(facts["frozen_parameters"])
         lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values"
+                     + (f"; {frozen} of them frozen by stop_gradient: no gradient" if frozen else "")
                      + (f"; RNN flat buffers repeating their cells' values: {repeated}" if repeated else "") + ")"
                      + (f"; other persistable vars: {others} ({_listed(facts['other_persistable_kinds'])})"
                         if others else ""))
