@@ -35,7 +35,7 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 VOCAB, LENGTH, TAGS, CHUNK_TYPES, SENTENCES, BATCH, STEPS = 20, 7, 5, 2, 24, 4, 18
 OUTSIDE = 2 * CHUNK_TYPES  # chunk_eval's IOB tags: 2 * type (B), 2 * type + 1 (I), 2 * types (O)
@@ -135,13 +135,8 @@ def export(out: Path, exe, decode, inputs, data: dict) -> np.ndarray:
     with tempfile.TemporaryDirectory() as saved:
         paddle.static.save_inference_model(f"{saved}/decoder", [words, lengths], [path], exe, program=decode)
         write_gz(out / "decoder.pdmodel", Path(f"{saved}/decoder.pdmodel").read_bytes())
-        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/decoder.pdmodel",
-                                                                              f"{saved}/decoder.pdiparams"))
-        for name in ("words", "lengths"):
-            predictor.get_input_handle(name).copy_from_cpu(data[name])
-        predictor.run()
-        (output,) = predictor.get_output_names()
-        return predictor.get_output_handle(output).copy_to_cpu()
+        (path,) = predict(f"{saved}/decoder.pdmodel", f"{saved}/decoder.pdiparams", data).values()
+        return path
 
 
 def float64_gradients(exe, data: dict) -> dict:
@@ -240,13 +235,7 @@ def main_pir(out: Path) -> None:
         write_gz(out / "decoder_pir.json", Path(f"{saved}/decoder.json").read_bytes())
         # the transitions, ViterbiDecoder's tensor and no parameter, are saved by a generated name beside the weights
         (out / "decoder_pir.pdiparams").write_bytes(Path(f"{saved}/decoder.pdiparams").read_bytes())
-        predictor = paddle.inference.create_predictor(paddle.inference.Config(f"{saved}/decoder.json",
-                                                                              f"{saved}/decoder.pdiparams"))
-        for name in ("words", "lengths"):
-            predictor.get_input_handle(name).copy_from_cpu(data[name])
-        predictor.run()
-        (output,) = predictor.get_output_names()
-        path = predictor.get_output_handle(output).copy_to_cpu()
+        (path,) = predict(f"{saved}/decoder.json", f"{saved}/decoder.pdiparams", data).values()
     np.savez(out / "predictor_pir.npz", path=path)
 
 
