@@ -45,11 +45,6 @@ def load_params(paths: tuple[str, ...], program, strict: bool = False) -> dict[s
     return {name: value for path in paths for name, value in read_values(path, program, strict).items()}
 
 
-def _params_named(paths: tuple[str, ...]) -> str | None:
-    """The --params files as require_values names them."""
-    return "', '".join(paths) or None
-
-
 def _session(program_path: str, params: tuple[str, ...], startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
     prog = load(program_path)
@@ -127,7 +122,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
         from ..training.programs import fetched_part
         prog = fetched_part(prog, fetches, feeds)
-    require_values(prog, scope, feeds, _params_named(params), program)
+    require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
@@ -281,7 +276,7 @@ def precision(program, feed, params, startups, top, seed, as_json):
     from ..rounding_audit import audit
     prog, _, scope = _session(program, params, startups, False)
     feeds = model_inputs(prog, feed_arrays(feed, prog), feed)
-    require_values(prog, scope, feeds, _params_named(params), program)
+    require_values(prog, scope, feeds, params, program)
     given = {name: scope.find(name) for name, var in prog.global_block.vars.items()
              if var.persistable and scope.find(name) is not None}
     with naming_feed(feed):

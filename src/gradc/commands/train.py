@@ -170,7 +170,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays,
-                       "', '".join(params) or None, program)
+                       params, program)
         if lr_schedule is None and lbfgs is None:
             _warn_of_a_zero_rate(trainer)
     log = log_every or (1 if data is None else 10)

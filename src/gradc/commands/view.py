@@ -35,7 +35,7 @@ def view(program, output, feed, params, startups, title):
         from .run_feeds import model_inputs, naming_feed
 
         def check(scope, fed):
-            require_values(prog, scope, fed, "', '".join(params) or None, program)
+            require_values(prog, scope, fed, params, program)
         with naming_feed(feed):
             given = load_params(params, prog)
             fed = model_inputs(prog, read_npz(feed, "feed"), feed) if feed else {}   # a test set's labels left out

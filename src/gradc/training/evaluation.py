@@ -172,7 +172,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
                          f"example would count as right (give k up to {classes})")
-    require_values(evaluation.program, scope, evaluation.feeds, "', '".join(map(str, params)) or None, path)
+    require_values(evaluation.program, scope, evaluation.feeds, params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
     results = {"examples": means.pop("examples")}
     if evaluation.losses:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -125,15 +126,18 @@ def checked_param(program: Program, name: str, value, source: str, hint: bool = 
                                                   int8=name in int8_stored(block))
 
 
-def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:
+def require_values(program: Program, scope, fed=(), params: Sequence[str | os.PathLike] = (),
+                   path: str | None = None) -> None:
     """Refuse, all at once, the persistable tensors block 0 reads before any op writes them that neither ``scope``
-    (parameters loaded, startup programs run) nor the feed holds: a run would stop at the first of them. ``path``:
-    the program's file, beside which gradc compile --optimizer wrote the startup program of its optimizer."""
+    (parameters loaded, startup programs run) nor the feed holds: a run would stop at the first of them. ``params``:
+    the parameter files given; ``path``: the program's file, beside which gradc compile --optimizer wrote the startup
+    program of its optimizer."""
     block = program.global_block
     missing = [name for name in scope_reads(block) if name not in fed and scope.find(name) is None]
     if missing:
         shown = ", ".join(missing[:8]) + (f", ... ({len(missing)} in all)" if len(missing) > 8 else "")
-        where = f"not in params '{params}'; " if params else ""
+        named = "', '".join(map(str, params))
+        where = f"not in params '{named}'; " if params else ""
         from .programs import updates_nothing  # as in _read_combined: only for this hint
         hint, saved = "", path and Path(path).with_suffix(".pdiparams")
         # optimizer state or a schedule's (an inference model marks no parameters: its statistics are not those)
@@ -141,7 +145,7 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
             beside = path and Path(path).with_suffix(".startup" + Path(path).suffix)
             hint = (f"; {beside} initialises the optimizer's" if beside and beside.exists() else
                     "; gradc compile --optimizer writes OUTPUT.startup.pb for the optimizer's")
-        elif saved and saved.exists() and (params is None or Path(params).resolve() != saved.resolve()):
+        elif saved and saved.exists() and saved.resolve() not in {Path(given).resolve() for given in params}:
             hint = f"; {saved}, beside the program, may be its parameters"
         raise GradcError(f"no value for the persistable var(s) {shown}: {where}give them with --params, or run the "
                          f"startup programs that initialise them first (--startup, repeatable{hint})")
