@@ -25,10 +25,10 @@ def flat_buffers(block: Block) -> dict[str, list[str]]:
             continue
         layer = op.output("DropoutState")[0].removesuffix(DROPOUT_STATE_SUFFIX)
         buffer, cells = block.find_var(f"{layer}.w_0"), op.input("WeightList")
-        if buffer is None or not buffer.is_parameter or buffer.name in read or buffer.name in cells:
+        if buffer is None or not buffer.is_parameter or buffer.name in read:   # read: the cells, if it were one
             continue
         sizes = [numel(block.var(cell).shape) for cell in cells]
-        if -1 not in sizes and [numel(buffer.shape)] == [sum(sizes)]:
+        if -1 not in sizes and numel(buffer.shape) == sum(sizes):
             buffers[buffer.name] = cells
     return buffers
 

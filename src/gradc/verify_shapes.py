@@ -147,12 +147,9 @@ class _Reshaped:
 def carried_shapes(block) -> dict[str, list[int]]:
     """The shapes the checks carry in place of declarations Paddle made up (OpDef.runtime_rank_outputs) or derived
     from one: what the values hold, their unknown dims -1."""
-    reshaped = _Reshaped(block)
-    for idx, op in enumerate(block.ops):
-        try:
-            _check_inference(block, idx, op, reshaped)
-        except Exception:  # noqa: BLE001 - an op whose shapes cannot be read tells nothing about its outputs
-            continue
+    if not any(getattr(registry.get(op.type), "runtime_rank_outputs", None) for op in block.ops):
+        return {}   # no made-up declaration to carry past: no inference needed
+    reshaped = _reshaped_before(block, len(block.ops))
     return {name: reshaped.shapes[name] for name in reshaped.misdeclared}
 
 
@@ -181,8 +178,6 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
         return
     ctx, results = inferred
     own, outputs = block.vars, op.outputs
-    opdef = registry.get(op.type)
-    derived = bool(reshaped.misdeclared) and not reshaped.misdeclared.isdisjoint(op.input_names())
     for slot, result in results.items():
         for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
             var = own.get(name) or block.find_var(name)
@@ -194,7 +189,8 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
                     reshaped.shapes[name] = [-1] * len(shape)
             elif declared is not None and shape is not None and declared != shape and not shape_fits(
                     declared, shape, block.program.version, op.type == "fill_constant"):
-                if derived or slot in opdef.runtime_rank_outputs:
+                if slot in registry.get(op.type).runtime_rank_outputs or (   # made up, or derived from one
+                        reshaped.misdeclared and not reshaped.misdeclared.isdisjoint(op.input_names())):
                     reshaped.misdeclared.add(name)
                 elif not reshaped.written_after(idx, name):
                     ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")

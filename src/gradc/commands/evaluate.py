@@ -62,8 +62,9 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
+    prog = load(program)
     if feed is not None or episodes:
-        data = Dataset.load(data, "data", load(program), others=True,
+        data = Dataset.load(data, "data", prog, others=True,
                             fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
@@ -75,7 +76,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     if "loss" in results:
         lines.append(f"loss: {results['loss']:.6g} ({' + '.join(results['loss_vars'])})")
     else:
-        lines.append(_no_loss(load(program)))
+        lines.append(_no_loss(prog))
     skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
     lines += [f"{name}: {value:.6g}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))

@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 
 from ..errors import GradcWarning
-from ..executor import Executor, Scope
+from ..executor import Scope
 from ..io import load
-from ..training import export, read_values
-from ..training.params import run_startup
-from .run import STRICT_PARAMS
+from ..training import export
+from ..training.params import initialised_values
+from .run import STRICT_PARAMS, load_params
 
 
 def _inputs(inputs: tuple[str, ...], old_feeds: tuple[str, ...]) -> tuple[str, ...]:
@@ -84,11 +84,9 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     feeds, fetches = _renamed(prog, feeds, rename), _renamed(prog, fetches, rename)
     prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
     fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
-    scope, executor = Scope(), Executor()
-    for startup in startups:
-        run_startup(executor, startup, scope)
-    for path in params:
-        scope.vars.update(read_values(path, prog, strict_params))
+    scope = Scope()
+    scope.vars.update(initialised_values(startups))
+    scope.vars.update(load_params(params, prog, strict_params))   # a later file's value wins
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt, rename=rename)
     if not params:   # said once the export is written, so that a refusal stays the one line
         warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "

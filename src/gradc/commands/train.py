@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from pathlib import Path
 
@@ -165,9 +164,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         source = Dataset.load(data, "data", trainer.program, fixed=fixed, episodes=episodes)
         if eval_data is not None and (fixed or episodes):
             eval_data = Dataset.load(eval_data, "eval data", trainer.program, fixed=fixed, episodes=episodes)
-        batch_size = 1 if episodes else batch_size
-        batches = max(source.batch_count(batch_size, drop_last), 1)
-        epochs = epochs or (math.ceil(steps / batches) if steps else 1)
+        batch_size = 1 if episodes else batch_size   # epochs None: Trainer.fit's, as many as the steps span
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays,
                        params, program)

@@ -121,16 +121,14 @@ SCALAR_FIELDS = {
     AttrType.VAR: string_field(b"\x8a\x01"),
     AttrType.FLOAT64: lambda v: b"\x99\x01" + as_double(v),
 }
-TEXT_LIST_TAGS = {AttrType.STRINGS: b"\x42", AttrType.VARS: b"\x92\x01"}   # written by text_fields
+TEXT_LIST_TAGS = {AttrType.STRINGS: b"\x42", AttrType.VARS: b"\x92\x01"}   # written by text_fields, not LIST_FIELDS
 LIST_FIELDS = {
     AttrType.INTS: lambda v: b"\x30" + as_int(v, INT32),
     AttrType.FLOATS: lambda v: b"\x3d" + as_float(v),
-    AttrType.STRINGS: string_field(b"\x42"),
     AttrType.BOOLEANS: lambda v: b"\x58" + as_bool(v),
     AttrType.BLOCKS: lambda v: b"\x70" + as_int(v, INT32),
     AttrType.LONGS: lambda v: b"\x78" + as_int(v, INT64),
     AttrType.FLOAT64S: lambda v: b"\x81\x01" + as_double(v),
-    AttrType.VARS: string_field(b"\x92\x01"),
 }
 
 
