@@ -8,11 +8,10 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
-from .ir import Block, OpDesc, VarType, roles
+from .ir import FLOAT_DTYPES, Block, OpDesc, VarType, roles
 from .optimizers.emit import complete
 from .registry import make_op
 
-FLOATS = frozenset({VarType.FP32, VarType.FP16, VarType.BF16, VarType.FP64})
 TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
 
 WHITE = frozenset({"conv2d", "einsum", "matmul", "matmul_v2", "linear_v2", "max_pool2d_with_index", "mul",
@@ -168,7 +167,7 @@ def _takes_format(block: Block, op: OpDesc) -> bool:
         return True
     if op.type in ("create_py_reader", "read"):
         return False
-    return "in_dtype" in op.attrs or not any(op.attrs.get(attr) in FLOATS for attr in ("out_dtype", "dtype"))
+    return "in_dtype" in op.attrs or not any(op.attrs.get(attr) in FLOAT_DTYPES for attr in ("out_dtype", "dtype"))
 
 
 def _float_tensor(block: Block, name: str) -> bool:
@@ -202,7 +201,7 @@ def _set_outputs(block: Block, op: OpDesc, dtype: int) -> None:
             continue
         for name in args:
             var = block.find_var(name)
-            if var is not None and var.type in TENSORS and var.dtype in FLOATS:
+            if var is not None and var.type in TENSORS and var.dtype in FLOAT_DTYPES:
                 var.dtype = dtype
 
 
@@ -227,7 +226,7 @@ def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -
                 inserted += 1
             _rename(op, name, cast_name)
     for attr in ("in_dtype", "out_dtype", "dtype"):
-        if op.attrs.get(attr) in FLOATS:
+        if op.attrs.get(attr) in FLOAT_DTYPES:
             op.set_attr(attr, int(target))
     return inserted
 

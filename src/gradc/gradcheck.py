@@ -218,17 +218,19 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         # fed now, it is declared as its value: Paddle may have declared it off (affine_grid's of a shape tensor)
         cuts[name].global_block.var(name).shape = list(known[name].shape)
     values.update({name: known[name] for name in activations})
+
+    def fed_for(name: str) -> dict:   # the feed of name's cut: the other checked activations, it computes them
+        return {key: value for key, value in fed().items() if key not in cuts or key == name} | held_values
+
     # a var a constant op writes (Normal(0, 1)'s scale) has no gradient in the whole program: a leaf of its own cut
     for name in set(activations) - set(computed) if compiled is None else ():
         alone, grad_alone, _ = _with_backward(cuts[name], None, loss)
         if alone.global_block.find_var(grad_alone(name)) is not None:
-            fed_alone = {key: value for key, value in fed().items() if key not in cuts or key == name}
-            analytic[name] = run(alone, {**fed_alone, **held_values}, [grad_alone(name)], scope())[0]
+            analytic[name] = run(alone, fed_for(name), [grad_alone(name)], scope())[0]
 
     def objective_of(name: str):
         def objective() -> float:
-            feed = {key: value for key, value in fed().items() if key not in cuts or key == name}
-            outs = run(cuts.get(name, cut), {**feed, **held_values}, losses, scope())
+            outs = run(cuts.get(name, cut), fed_for(name), losses, scope())
             return float(sum(np.sum(value) for value in outs))
         return objective
 

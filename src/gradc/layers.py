@@ -18,6 +18,7 @@ from . import registry
 from .errors import ProgramError, op_location
 from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_fits, dtype_name, to_var_type
 from .ops.infer import InferContext, lod_levels
+from .shapes import dims_match
 from .verify_shapes import check_complex_inputs
 
 
@@ -110,9 +111,9 @@ class ProgramBuilder:
         """An output named after a declared var (a MoCo key weight, a queue) keeps that var, persistable and all,
         when the op's result fits it; otherwise the op goes again and the error names both."""
         var = self.block.vars[name]
-        ranks_differ = var.shape is not None and shape is not None and len(var.shape) != len(shape)
-        dims_differ = any(a != b and a >= 0 and b >= 0 for a, b in zip(var.shape or [], shape or []))
-        if not dtype_fits(var.dtype, dtype) or ranks_differ or dims_differ:
+        differs = var.shape is not None and shape is not None and (
+            len(var.shape) != len(shape) or not all(map(dims_match, var.shape, shape)))
+        if not dtype_fits(var.dtype, dtype) or differs:
             self.block.ops.pop()
             raise ProgramError(f"{op_location(self.block.idx, len(self.block.ops), op.type)}: its output '{name}' "
                                f"is declared {dtype_name(var.dtype)}{list(var.shape or [])}, and the op gives "

@@ -45,10 +45,7 @@ def mask_parameters(block: Block, graded: Iterable[str]) -> dict[str, str]:
     """mask -> weight: each graded parameter that the forward reads only as the Y of an elementwise multiply whose X
     is another parameter of the same shape (weight * mask, as paddle.incubate.asp and hand-written pruning write)."""
     graded = set(graded)
-    readers: dict[str, list] = {}
-    for op, kind in zip(block.ops, op_kinds(block)):
-        for name in set(op.input_names()) if kind == FORWARD else ():
-            readers.setdefault(name, []).append(op)
+    readers = _readers([op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD])
     masks = {}
     for name in sorted(graded):
         ops, var = readers.get(name, []), block.find_var(name)
@@ -70,10 +67,7 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     forward = [op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD]
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
     graded |= {name for op in forward for name in op.output_names()}
-    readers: dict[str, list] = {}   # var -> the forward ops reading it: one map for every parameter's search
-    for op in forward:
-        for name in set(op.input_names()):
-            readers.setdefault(name, []).append(op)
+    readers = _readers(forward)   # one map for every parameter's search
     frozen: dict[str, list[str]] = {}
     cut_off: dict[str, list[str]] = {}
     for name, var in sorted(block.vars.items()):
@@ -148,3 +142,12 @@ def _blocker(block: Block, path: list[str], no_grad: set[str]) -> str:
             return (f"its path to the loss goes through '{name}', which is stop_gradient (a detach, or "
                     f"stop_gradient = True left on a layer's output)")
     return f"no op on its path to the loss ({' -> '.join(path)}) has a gradient"
+
+
+def _readers(ops: list) -> dict[str, list]:
+    """var -> the ops of ``ops`` reading it, in order."""
+    readers: dict[str, list] = {}
+    for op in ops:
+        for name in set(op.input_names()):
+            readers.setdefault(name, []).append(op)
+    return readers

@@ -134,6 +134,14 @@ def _inputs(block: Block) -> list[str]:
     return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
 
 
+def _unscaled(block, name: str, which: str, how: str) -> tuple[str, str]:
+    """(the loss, how it is found): of ``name`` scaled by AMP's loss scaling, the loss before it."""
+    loss = unscaled_loss(block, name)
+    if loss != name:
+        return loss, f"paddle.static.amp's loss scaling multiplies it into {name}, {which}"
+    return name, how
+
+
 def _loss(program: Program) -> tuple[str | None, str]:
     """The loss gradc compile would take, if any, and how it is found (or why there is none)."""
     from ..backward import default_loss, loss_candidates, unread_scalars  # the compiler's modules, for this line only
@@ -142,25 +150,20 @@ def _loss(program: Program) -> tuple[str | None, str]:
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
         return marked[0], f"op_role marks the losses {', '.join(marked)}; the backward differentiates their sum"
     if marked:
-        loss = unscaled_loss(block, marked[0])
-        if loss != marked[0]:
-            return loss, (f"paddle.static.amp's loss scaling multiplies it into {marked[0]}, which op_role marks the "
-                          "loss and the backward starts from")
-        return loss, "its op's op_role marks it the loss"
-    inner = inner_objectives(block)   # MAML's support loss: seeded, but the loss is computed from its gradients
-    seeded = [name for name in seeded_losses(block) if name not in inner]
-    if seeded and (loss := unscaled_loss(block, seeded[0])) != seeded[0]:   # a PIR AMP program gradc compiled
-        return loss, (f"paddle.static.amp's loss scaling multiplies it into {seeded[0]}, which the backward starts "
-                      "from (a fill_any_like of ones reads it)")
-    if seeded:
-        return seeded[0], ("the backward starts from it: a fill_any_like of ones reads it, the seed of "
-                           f"paddle.static.gradients and of PIR programs; gradc train reports "
-                           f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
+        return _unscaled(block, marked[0], "which op_role marks the loss and the backward starts from",
+                         "its op's op_role marks it the loss")
+    seeded = seeded_losses(block)
+    if seeded:   # MAML's support loss is seeded, but the loss is computed from its gradients
+        inner = inner_objectives(block)
+        seeded = [name for name in seeded if name not in inner]
+    if seeded:   # of a PIR AMP program gradc compiled, the loss before its scaling
+        return _unscaled(block, seeded[0], "which the backward starts from (a fill_any_like of ones reads it)",
+                         "the backward starts from it: a fill_any_like of ones reads it, the seed of "
+                         "paddle.static.gradients and of PIR programs; gradc train reports "
+                         f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
-    if len(candidates) == 1 and (loss := unscaled_loss(block, candidates[0])) != candidates[0]:
-        return loss, f"paddle.static.amp's loss scaling multiplies it into {candidates[0]}, the loss gradc would pick"
     if len(candidates) == 1:
-        return candidates[0], "gradc compile picks it by itself"
+        return _unscaled(block, candidates[0], "the loss gradc would pick", "gradc compile picks it by itself")
     picked = default_loss(program, notice=False)
     if picked:
         return picked, "gradc compile picks it by itself: the one float scalar no op reads"

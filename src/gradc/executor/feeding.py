@@ -15,7 +15,7 @@ from ..errors import ExecutionError, FeedError, GradcNotice, closest, op_locatio
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
 from ..io.arrays import read_npz
-from ..ir import Block, VarType
+from ..ir import GRAD_SUFFIX, Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .declared import read_by
 from .lod import LoDTensor, checked_lod, set_lod
@@ -196,9 +196,10 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
                 if in_test_mode(block):   # clone(for_test=True) drops the backward
                     hint = (" (the program is in test mode, as clone(for_test=True) or an export leaves it, without "
                             "the backward: fetch gradients from the training program)")
-            elif name.endswith("@GRAD") and getattr(block.find_var(name[:-5]), "stop_gradient", False):
-                hint = (f" ('{name[:-5]}' is stop_gradient, as Paddle saves a fed input, so the backward gives it no "
-                        f"gradient: gradc compile --wrt {name[:-5]}, or clear block.var('{name[:-5]}').stop_gradient "
+            elif name.endswith(GRAD_SUFFIX) and getattr(block.find_var(var := name.removesuffix(GRAD_SUFFIX)),
+                                                        "stop_gradient", False):
+                hint = (f" ('{var}' is stop_gradient, as Paddle saves a fed input, so the backward gives it no "
+                        f"gradient: gradc compile --wrt {var}, or clear block.var('{var}').stop_gradient "
                         f"before gradc.append_backward)")
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")
 

@@ -181,10 +181,12 @@ class AmpPass(Pass):
                 continue
             wrong = (VarType.FP32 if op.type in lists.white else
                      low if op.type in lists.black or op.type in lists.forced else None)
+            if wrong is None:   # a gray op: either format
+                continue
             for slot, args in op.inputs.items():
                 for name in args:
                     var = block.find_var(name)
-                    if wrong is not None and var is not None and var.dtype == wrong and not (
+                    if var is not None and var.dtype == wrong and not (
                             wrong == VarType.FP32 and keeps_float32_input(op.type, slot)):
                         listed = "white" if wrong == VarType.FP32 else "black"
                         raise self.fail(f"block 0, op {idx} ({op.type}, on the {listed} list) reads {name} as "
@@ -250,19 +252,22 @@ def _scaling_vars(block: Block, options: AmpOptions) -> dict[str, str]:
 def _move_gradient_casts(block: Block, pairs: list[tuple[str, str]]) -> None:
     """Paddle's update_role_var_grad: the cast of a float32 parameter's low-precision gradient moves to the end (an
     optimize op), and the op that wrote the low gradient carries the parameter's op_role_var."""
+    last = {name: op for op in block.ops for name in op.output_names()}   # each var's last writer
+    moved = []
     for param, grad in pairs:
-        writer = next((op for op in reversed(block.ops) if grad in op.output_names()), None)
+        writer = last.get(grad)
         if writer is None or writer.type != "cast" or block.var(grad).dtype != VarType.FP32:
             continue
         low_grad = writer.input("X")[0]
-        idx = block.ops.index(writer)
-        producer = next(op for op in reversed(block.ops[:idx]) if low_grad in op.output_names())
+        producer = last[low_grad]
         role_var = [name for name in producer.attrs.get("op_role_var", []) if name not in (param, low_grad)]
         producer.set_attr("op_role_var", [param, low_grad, *role_var], AttrType.STRINGS)
         writer.attrs.pop("op_role_var", None)
         writer.attr_types.pop("op_role_var", None)
         writer.set_attr("op_role", roles.OPTIMIZE, AttrType.INT)
-        block.ops.append(block.ops.pop(idx))
+        moved.append(writer)
+    gone = set(map(id, moved))   # one rebuild, the casts at the end in the pairs' order
+    block.ops[:] = [op for op in block.ops if id(op) not in gone] + moved
 
 
 def _unscale(emit: Emitter, pairs: list[tuple[str, str]], scaling: dict[str, str], options: AmpOptions) -> str:
