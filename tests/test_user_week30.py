@@ -236,3 +236,33 @@ def test_fit_with_steps_runs_that_many_steps(files):
                             lr_schedule=gradc.schedules.parse(SCHEDULES["unet"]))
     history = trainer.fit(files / "data.npz", batch_size=4, steps=5)
     np.testing.assert_allclose([values[0] for values in history.steps], META["unet"]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["unet", "deeplab"])
+def test_evaluate_gives_the_miou_of_the_sets_confusion_matrix(files, name):
+    """Before, gradc evaluate had no mIoU and refused the confusion matrix as a fetch: the user ran the eval program
+    in one batch and took the mIoU in numpy. --miou gives Paddle's (its bincount matrix's, 0.2005 and 0.2822) and each
+    class's IoU from the matrix summed over the batches, so batches of 4 and 2 give one batch of 6's exactly."""
+    confusion = np.array(META[name]["confusion"])
+    inter = np.diag(confusion)
+    union = confusion.sum(0) + confusion.sum(1) - inter
+    runs = [gradc_cli("evaluate", files / f"{name}_forward.pb", "--params", files / f"{name}_final.npz", "--data",
+                      files / "test.npz", "--miou", "--json", "--batch-size", size) for size in (4, 6)]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    batched, whole = (json.loads(run.stdout) for run in runs)
+    assert batched["miou"] == whole["miou"] == pytest.approx(META[name]["miou"], rel=1e-6)
+    assert batched["class_iou"] == whole["class_iou"] == list(inter / union)
+    assert batched["acc"] == pytest.approx(_pixel_accuracy(name), abs=1e-12)
+
+
+def test_miou_of_an_exported_model_and_in_text(files):
+    """The PIR export, with no loss op, scored with --ignore-index 255: the same mIoU as the training program; the
+    text lists each class's IoU, and a program with no class scores to score is one error line."""
+    args = ["--params", files / "unet_pir.npz", "--data", files / "test.npz", "--ignore-index", "255", "--miou"]
+    scored = gradc_cli("evaluate", files / "unet_pir.json", *args, "--json")
+    assert json.loads(scored.stdout)["miou"] == pytest.approx(META["unet"]["miou"], rel=1e-6)
+    text = gradc_cli("evaluate", files / "unet_pir.json", *args)
+    assert "miou: 0.200453\nclass_iou: 0.7879 0.006579 0.007353 0\n" in text.stdout
+    refused = gradc_cli("evaluate", files / "unet_pir.json", *args[:2], "--data", files / "two.npz", "--miou")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.startswith("gradc: error: ") and "need labels to score" in refused.stderr

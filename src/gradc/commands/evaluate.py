@@ -51,14 +51,18 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
               "(default: its one array the model does not read).")
 @click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a segmentation "
               "map's 255 borders; default: the loss op's ignore_index).")
+@click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's padded tokens "
+              "left out): nonzero where one counts, of the labels' shape, or each example's sequence length.")
+@click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the confusion "
+              "matrix of the best-scored class against the label summed over the whole set (a segmentation map's).")
 @click.option("--topk", default=("1",), show_default=True, multiple=True, callback=_topk, metavar="K[,K...]",
               help="Accuracy counts an example right when its label is among the K best-scored classes. Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, topk,
-             seed, as_json, strict_params):
+def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
+             miou, topk, seed, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
@@ -68,7 +72,8 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                             fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
-                               label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index)
+                               label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
+                               miou=miou, mask=mask)
     if as_json:
         click.echo(json.dumps(results))
         return
@@ -78,8 +83,15 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     else:
         lines.append(_no_loss(prog))
     skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
-    lines += [f"{name}: {value:.6g}" for name, value in results.items() if name not in skipped]
+    lines += [f"{name}: {_shown(value)}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))
+
+
+def _shown(value) -> str:
+    """A number, or a list of them by class ("-" for a class the set neither labels nor predicts)."""
+    if isinstance(value, list):
+        return " ".join("-" if item is None else f"{item:.4g}" for item in value)
+    return f"{value:.6g}"
 
 
 def _no_loss(program) -> str:

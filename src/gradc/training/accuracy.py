@@ -1,11 +1,14 @@
-"""Top-k accuracy of class scores against integer labels: which axis holds the classes, and how many labelled rows
-(examples, or a segmentation map's pixels) have their label among the k best-scored classes."""
+"""Top-k accuracy and mIoU of class scores against integer labels: which axis holds the classes, which labelled rows
+(examples, a segmentation map's pixels, a tagger's real tokens) count, how many have their label among the k
+best-scored classes, and the confusion matrix of the best-scored class against the label."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from ..errors import GradcError
 
 
 def class_axis(scores: Sequence[int], labels: Sequence[int]) -> int:
@@ -23,16 +26,93 @@ def class_axis(scores: Sequence[int], labels: Sequence[int]) -> int:
 
 
 
-def top_k_hits(scores, labels, axis: int, ignore_index: int | None,
-               topk: Sequence[int]) -> tuple[dict[int, int], int] | None:
-    """{k: rows right at top-k} and the rows counted (a label outside the classes, or ``ignore_index``, is not
-    counted, as the loss leaves it out); None when ``labels`` are not integers, one a row."""
+def scored_rows(scores, labels, axis: int, ignore_index: int | None, counted=None):
+    """Class scores as rows [rows, C] and their labels, the rows counted only (a label outside the classes, or
+    ``ignore_index``, is not, as the loss leaves it out; nor is one ``counted`` marks False: a padded token); None
+    when ``labels`` are not integers, one a row."""
     scores = np.moveaxis(np.asarray(scores, dtype=np.float64), axis, -1)
     classes = scores.shape[-1]
     scores, labels = scores.reshape(-1, classes), np.asarray(labels).reshape(-1)
     if labels.dtype.kind not in "iu" or len(labels) != len(scores):
         return None
     valid = (labels >= 0) & (labels < classes) & (labels != ignore_index)
-    scores, labels = scores[valid], labels[valid]
+    if counted is not None:
+        valid &= np.asarray(counted, dtype=bool).reshape(-1)
+    return scores[valid], labels[valid]
+
+
+def top_k_hits(scores: np.ndarray, labels: np.ndarray, topk: Sequence[int]) -> dict[int, int]:
+    """{k: rows whose label is among the k best-scored classes} (ties above the label count against it)."""
     above = (scores > scores[np.arange(len(labels)), labels][:, None]).sum(axis=1)
-    return {k: int((above < k).sum()) for k in topk}, len(labels)
+    return {k: int((above < k).sum()) for k in topk}
+
+
+def confusion(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """[C, C] counts of rows labelled i (row) predicted j (column, the best-scored class: the first of a tie, as
+    argmax)."""
+    classes = scores.shape[-1]
+    predicted = scores.argmax(axis=1)
+    return np.bincount(labels * classes + predicted, minlength=classes * classes).reshape(classes, classes)
+
+
+def class_iou(matrix: np.ndarray) -> tuple[list[float | None], float]:
+    """Each class's IoU (its hits over the rows labelled or predicted it; None for a class neither labelled nor
+    predicted) and their mean over the classes that have one, from a confusion matrix summed over the whole set."""
+    hits = np.diag(matrix)
+    union = matrix.sum(axis=0) + matrix.sum(axis=1) - hits
+    ious = [float(hit / total) if total else None for hit, total in zip(hits, union)]
+    present = [iou for iou in ious if iou is not None]
+    return ious, float(np.mean(present)) if present else 0.0
+
+
+def counted_positions(mask, labels_shape: Sequence[int]) -> np.ndarray | None:
+    """Which labels count by ``mask``: nonzero where a token is real, of the labels' shape (dims of 1 aside), or one
+    integer length per example when the labels have a sequence axis (1; the positions past it are padding); None
+    when it is neither."""
+    mask, shape = np.asarray(mask), tuple(labels_shape)
+    if [dim for dim in mask.shape if dim != 1] == [dim for dim in shape if dim != 1]:
+        return (mask != 0).reshape(shape)
+    if mask.ndim == 1 and len(shape) >= 2 and mask.shape[0] == shape[0] and mask.dtype.kind in "iu":
+        positions = np.arange(shape[1]).reshape(1, -1, *[1] * (len(shape) - 2))
+        return np.broadcast_to(positions < mask.reshape(-1, *[1] * (len(shape) - 1)), shape)
+    return None
+
+
+def checked_mask(arrays: Mapping, mask: str | None, label: str, source: str) -> str | None:
+    """The mask named, if it marks the labels: of their shape, or a length per example along their axis 1."""
+    if mask is None:
+        return None
+    if mask not in arrays:
+        raise GradcError(f"{source}: --mask {mask}: the data has no such array (it holds {', '.join(arrays)})")
+    value, shape = np.asarray(arrays[mask]), np.shape(arrays[label])
+    if counted_positions(value, shape) is None:
+        raise GradcError(f"{source}: --mask {mask} ({value.dtype}, {list(value.shape)}) marks neither each label of "
+                         f"'{label}' {list(shape)} (nonzero: counted) nor, as integers, the length of each example's "
+                         f"sequence")
+    return mask
+
+
+class ScoreTally:
+    """Top-k hits and, for the mIoU, the confusion matrix of every batch's counted rows, summed over the whole set
+    (the set's, not a mean of the batches')."""
+
+    def __init__(self, topk: Sequence[int], miou: bool):
+        self.correct, self.counted = dict.fromkeys(topk, 0), 0
+        self.miou, self.matrix = miou, None
+
+    def add(self, scores: np.ndarray, labels: np.ndarray) -> None:
+        self.counted += len(labels)
+        for k, hits in top_k_hits(scores, labels, self.correct).items():
+            self.correct[k] += hits
+        if self.miou:
+            batch = confusion(scores, labels)
+            self.matrix = batch if self.matrix is None else self.matrix + batch
+
+    def results(self) -> dict:
+        """"acc" (top-1 alone) or "acc_topK" each, and with the mIoU "miou" and "class_iou" (a list by class)."""
+        results = {"acc" if len(self.correct) == 1 and k == 1 else f"acc_top{k}": right / max(self.counted, 1)
+                   for k, right in self.correct.items()}
+        if self.miou:
+            ious, results["miou"] = class_iou(np.zeros((0, 0)) if self.matrix is None else self.matrix)
+            results["class_iou"] = ious
+        return results

@@ -27,7 +27,7 @@ from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
-from .accuracy import class_axis, top_k_hits
+from .accuracy import ScoreTally, checked_mask, class_axis, counted_positions, scored_rows
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
@@ -46,12 +46,16 @@ class EvalPlan:
     axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)
     ignore_index: int | None = None    # labels not counted
     topk: list[int] = field(default_factory=list)
+    miou: bool = False                 # the set's confusion matrix of the scores against the labels, and its mIoU
+    mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
-         loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = ()) -> EvalPlan:
+         loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = (),
+         miou: bool = False) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
-    losses) averaged, and with ``topk`` the accuracy at each k where scores and labels are found."""
+    losses) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where scores and labels are
+    found."""
     losses = named_losses(program, loss)
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())])
@@ -67,9 +71,14 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars])
-    if topk:
+    if topk or miou:
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
+        result.miou = miou and result.scores is not None
+    if miou and not result.scores:
+        raise GradcError("evaluation: the mIoU needs class scores and labels: the program has no cross-entropy op "
+                         "whose labels the data holds, nor one output of rank 2 or more (name the labels with "
+                         "--label NAME)")
     needed = result.scalars + ([result.scores] if result.scores else [])
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
@@ -130,14 +139,17 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              batch_size: int | None = 32, fetch: Sequence[str] | None = None,
              loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
-             executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None) -> dict:
+             executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
+             miou: bool = False, mask: str | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
-    scalar by name. Labels equal to ``ignore_index`` (default: the loss op's) are left out of the accuracy. The data
-    is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
+    scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
+    from the confusion matrix of the whole set. Labels equal to ``ignore_index`` (default: the loss op's), and those
+    the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is checked before the
+    first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
     startup programs on, what they draw after paddle.seed(seed)."""
     from ..io import load
     from .params import load_params, require_values, run_startup
@@ -156,7 +168,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:
-        evaluation = plan(program, names, fetch, losses, label, topk)
+        evaluation = plan(program, names, fetch, losses, label, topk, miou)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
@@ -168,6 +180,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         if ignore_index is not None:
             evaluation.ignore_index = ignore_index
         _check_scored_labels(program, evaluation, labels, data)
+        evaluation.mask = checked_mask(_arrays(data), mask, evaluation.label, data.source)
+    elif mask is not None:
+        raise GradcError(f"{data.source}: --mask {mask}: no class scores are scored against labels, so no labels to "
+                         f"leave out")
     classes = _classes(evaluation)
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
@@ -233,7 +249,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     fetches = evaluation.scalars + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
-    totals, correct, counted, count = dict.fromkeys(evaluation.scalars, 0.0), dict.fromkeys(evaluation.topk, 0), 0, 0
+    totals, tally, count = dict.fromkeys(evaluation.scalars, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts):
@@ -248,26 +264,23 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             for name, value in zip(chunks, values[len(evaluation.scalars):]):
                 chunks[name] += int(np.sum(value))
             if evaluation.scores:
-                hits, scored = _top_k_hits(values[-1], np.asarray(batch[evaluation.label]), evaluation, data.source)
-                counted += scored
-                for k in correct:
-                    correct[k] += hits[k]
+                tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
     results = {"examples": count, **{name: total / count for name, total in totals.items()}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    for k, right in correct.items():
-        results["acc" if len(correct) == 1 and k == 1 else f"acc_top{k}"] = right / max(counted, 1)
-    return results
+    return {**results, **(tally.results() if evaluation.scores else {})}
 
 
-def _top_k_hits(scores, labels: np.ndarray, evaluation: EvalPlan, source: str) -> tuple[dict[int, int], int]:
-    counted = top_k_hits(scores, labels, evaluation.axis, evaluation.ignore_index, evaluation.topk)
-    if counted is None:
+def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(batch[evaluation.label])
+    counted = counted_positions(batch[evaluation.mask], labels.shape) if evaluation.mask else None
+    rows = scored_rows(scores, labels, evaluation.axis, evaluation.ignore_index, counted)
+    if rows is None:
         raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {labels.size} values) does not label the "
                          f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
                          f"labels)")
-    return counted
+    return rows
 
 
 @contextmanager
