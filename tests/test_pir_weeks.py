@@ -253,3 +253,39 @@ def test_dygraph_maml_saved_by_jit_save_compiles_and_trains_to_paddles_dygraph_l
     for name in META["jit_maml"]["params"]:
         expected = paddle[f"trained.{name}"]
         np.testing.assert_allclose(trained[name], expected, rtol=0, atol=1e-6 * np.abs(expected).max(), err_msg=name)
+
+
+def test_the_fetched_scalar_summing_the_others_is_the_loss(files):
+    """Before, the distillation model (fetching its loss, KL and feature MSE) compiled and evaluated only with
+    `--loss fetch_name_0`: "cannot pick the loss by itself: the last op writes several float scalars". The loss sums
+    the other two (weighted, with the cross entropy): it is picked, with a note, and trains to Paddle's losses; the SR
+    net's loss and PSNR, neither a sum of the other, still need --loss (the error above)."""
+    done = gradc_cli("compile", files / "distill" / "model.json", "-o", files / "distill" / "default.json",
+                     *CASES["distill"][0][:4])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == ("gradc: note: the loss is fetch_name_0, the fetched float scalar that sums "
+                                           "the others (fetch_name_1, fetch_name_2); name another with --loss (loss= "
+                                           "in Python)")
+    steps = _train(files, "distill", "default.json", "default.startup.json")
+    np.testing.assert_allclose([step["values"]["fetch_name_0"] for step in steps], _paddle("distill")["loss"],
+                               rtol=2e-6)
+    scored = gradc_cli("evaluate", files / "distill" / "model.json", "--params", files / "distill" / "params.npz",
+                       *CASES["distill"][1], "--json")
+    assert json.loads(scored.stdout)["loss_var"] == "fetch_name_0"
+
+
+def test_a_scalar_computed_from_the_loss_otherwise_is_no_total():
+    """A PSNR from the loss (a log of it) fetched beside it: neither sums the other, so neither is picked, where a
+    sum of the loss's terms is; the pick takes weighted terms through scale and elementwise_sub too."""
+    net = gradc.ProgramBuilder()
+    x, label = net.data("x", [-1, 4]), net.data("label", [-1, 1], "int64")
+    logits = net.fc(x, 3)
+    entropy, energy = net.cross_entropy_loss(logits, label), net.mean(net.op("square", {"X": logits})[0])
+    weighted = net.op("scale", {"X": energy}, {"scale": 0.5})[0]
+    total = net.op("elementwise_sub", {"X": entropy, "Y": weighted})[0]
+    log = net.op("log10", {"X": total})[0]
+    for names, picked in (([total, entropy, energy], total), ([total, log], None), ([entropy, energy], None)):
+        program = net.program.clone()
+        for column, name in enumerate(names):
+            program.global_block.append_op("fetch", {"X": [name]}, {"Out": ["fetch"]}, {"col": column})
+        assert gradc.backward.loss.default_loss(program, notice=False) == picked

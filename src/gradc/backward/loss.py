@@ -62,8 +62,14 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     candidates = loss_candidates(program)
     last = _last_op(program.global_block)
     if candidates or last is None or last.type == "fetch":
+        total = _total_of_the_others(program, candidates) if len(candidates) > 1 else None
+        if total is not None and notice:
+            others = ", ".join(name for name in candidates if name != total)
+            written = "fetched float scalar" if last.type == "fetch" else f"float scalar {last.type} (last) writes"
+            warnings.warn(f"the loss is {total}, the {written} that sums the others ({others}); name another with "
+                          f"--loss (loss= in Python)", GradcNotice, stacklevel=3)
         if len(candidates) != 1:
-            return None
+            return total
         others = [] if last.type == "fetch" else _differentiable_sinks(program, candidates[0])
         if others and notice:   # a metric written last (a PSNR after the loss) is picked as the loss would be
             warnings.warn(f"the loss is {candidates[0]}, the float scalar the last op ({last.type}) writes; float "
@@ -77,6 +83,28 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
         warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {last.type}, writes "
                       f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
     return sinks[0]
+
+
+# ops that add up their inputs, scaled: a total loss is its weighted terms summed with these
+SUMMING = frozenset({"elementwise_add", "elementwise_sub", "scale", "sum"})
+
+
+def _total_of_the_others(program: Program, candidates: list[str]) -> str | None:
+    """The one candidate that is a weighted sum of terms among which every other candidate is (a distillation's
+    loss fetched with its KL and feature terms); None when none is or several are (a PSNR beside its loss)."""
+    writers = {name: op for op in program.global_block.ops for name in op.output_names()}
+
+    def terms(name: str) -> set[str]:
+        found, pending = set(), [name]
+        while pending:
+            op = writers.get(pending.pop())
+            if op is not None and op.type in SUMMING:
+                new = set(op.input_names()) - found
+                found |= new
+                pending += new
+        return found
+    totals = [name for name in candidates if set(candidates) - {name} <= terms(name)]
+    return totals[0] if len(totals) == 1 else None
 
 
 def _differentiable_sinks(program: Program, picked: str) -> list[str]:

@@ -165,6 +165,9 @@ def _loss(program: Program) -> tuple[str | None, str]:
     if len(candidates) == 1:
         return _unscaled(block, candidates[0], "the loss gradc would pick", "gradc compile picks it by itself")
     picked = default_loss(program, notice=False)
+    if picked in candidates:
+        return picked, ("gradc compile picks it by itself: of the float scalars the last op writes, the one summing "
+                        "the others")
     if picked:
         return picked, "gradc compile picks it by itself: the one float scalar no op reads"
     unread = unread_scalars(program)
