@@ -46,7 +46,8 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
 @loss_option("the one gradc train reports", "the loss is the sum of their means, each mean listed too (a "
              "multi-task model compiled with several --loss).")
 @click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
-              "accuracy op's output, ...). Repeatable.")
+              "accuracy op's output, ...; one computed from a batch's mean, a PSNR of its MSE: from the set's mean). "
+              "Repeatable.")
 @click.option("--label", help="The data's array of class labels, for the accuracy of a model without a loss "
               "(default: its one array the model does not read).")
 @click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a segmentation "

@@ -32,7 +32,7 @@ from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
 from .programs import forward_part, prune
-from .set_metrics import auc_counts, chunk_ratios, counting_from_zero, set_ratios
+from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, of_set_means, set_ratios
 
 
 @dataclass
@@ -248,8 +248,10 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     """Run the plan over every example: {"examples", each scalar by name, and "acc" (one k) or "acc_topK"}."""
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
-    fetches = evaluation.scalars + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
-    totals, tally, count = dict.fromkeys(evaluation.scalars, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
+    derived = of_set_means(evaluation.program, evaluation.scalars, evaluation.losses)   # a PSNR: of the set's MSE
+    averaged = list(dict.fromkeys([*evaluation.scalars, *derived.values()]))
+    fetches = averaged + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
+    totals, tally, count = dict.fromkeys(averaged, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts):
@@ -258,15 +260,17 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             feed = {name: batch[name] for name in evaluation.feeds}
             with naming(data, f"evaluation batch {index + 1}"):
                 values = executor.run(evaluation.program, feed, fetches, scope)
-            for name, value in zip(evaluation.scalars, values):
+            for name, value in zip(averaged, values):
                 totals[name] += scalar(name, value) * size
                 last[name] = scalar(name, value)
-            for name, value in zip(chunks, values[len(evaluation.scalars):]):
+            for name, value in zip(chunks, values[len(averaged):]):
                 chunks[name] += int(np.sum(value))
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
-    results = {"examples": count, **{name: total / count for name, total in totals.items()}}
+    means = {name: total / count for name, total in totals.items()}
+    means.update(at_set_means(executor, scope, evaluation.program, derived, means) if count else {})
+    results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
     return {**results, **(tally.results() if evaluation.scores else {})}

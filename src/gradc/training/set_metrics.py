@@ -1,6 +1,7 @@
 """Metrics over a whole data set, not means over its batches: chunk_eval's precision, recall and F1, as Paddle's
 ChunkEvaluator accumulates them, from the chunk counts summed over every batch (a mean of the batches' F1s weighs a
-batch of few chunks as one of many); and the auc ops' counts, from zero for each evaluation."""
+batch of few chunks as one of many); the auc ops' counts, from zero for each evaluation; and a scalar computed from a
+batch's mean (a PSNR of its MSE), from the set's mean."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..executor import Scope
-from ..ir import Program
+from ..ir import Program, dtype_name
+from ..shapes import numel
+from .history import scalar
+from .programs import prune
 
 RATIOS = ("Precision", "Recall", "F1-Score")
 COUNTS = ("NumInferChunks", "NumLabelChunks", "NumCorrectChunks")
@@ -62,3 +66,38 @@ def counting_from_zero(scope: Scope, counts: list[str]):
     finally:
         for name, value in saved.items():
             scope[name] = value
+
+
+def of_set_means(program: Program, scalars: Sequence[str], losses: Sequence[str]) -> dict[str, str]:
+    """Each of ``scalars`` (a loss aside: Paddle averages the batches' losses) computed by scalar ops alone from one
+    mean over the whole batch (a PSNR of the batch's mean squared error), and the mean's name: the set's value is
+    that of the set's mean, as one batch of every example gives it, not a mean of the batches' values."""
+    block = program.global_block
+    writers = {name: op for op in block.ops for name in op.output_names()}
+
+    def is_scalar(name: str) -> bool:
+        var = block.find_var(name)
+        return var is not None and var.shape is not None and numel(var.shape) == 1
+
+    def mean_under(name: str) -> str | None:
+        op = writers.get(name)
+        if op is None or not all(is_scalar(out) for out in op.output_names()):
+            return None
+        if op.type == "mean" or op.type == "reduce_mean" and op.attrs.get("reduce_all"):
+            return name
+        varying = [arg for arg in op.input_names() if writers.get(arg) is None or writers[arg].input_names()]
+        return mean_under(varying[0]) if len(varying) == 1 else None   # constants aside, one scalar it is made of
+    found = {name: mean_under(name) for name in scalars if name not in losses}
+    return {name: mean for name, mean in found.items() if mean not in (None, name)}
+
+
+def at_set_means(executor, scope: Scope, program: Program, derived: dict[str, str],
+                 means: dict[str, float]) -> dict[str, float]:
+    """The ``derived`` scalars recomputed by their ops from the set's means."""
+    results = {}
+    for name, mean in derived.items():
+        var = program.global_block.find_var(mean)
+        fed = np.full(var.shape, means[mean], dtype=dtype_name(var.dtype))
+        (value,) = executor.run(prune(program, [name], [mean]), {mean: fed}, [name], scope)
+        results[name] = scalar(name, value)
+    return results
