@@ -309,3 +309,27 @@ def test_an_integer_var_is_no_gradient_to_check_and_a_compile_glob_matches_the_f
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "pooled.pb", "--wrt", "pool3d_*")
     assert compiled.returncode == 0, compiled.stderr
     assert compiled.stdout.endswith("(65 ops, 12 parameter gradients, 3 input gradients)\n")
+
+
+def test_show_memory_with_a_feed_sizes_the_grid_by_its_shape_tensor_and_the_feeds_batch(files, tmp_path):
+    """Before, gradc show --memory --feed of the STN sized its grid as for a batch of 1: affine_grid's H and W come
+    from paddle.shape(x), a shape tensor no static pass read, and every dim the feed did not fix (the gradients')
+    took --batch-size's default 1. Now the shape op's values are the fed x's, read as affine_grid's output_shape,
+    a gradient is sized as its fed var, and the other unknown dims take the feed's batch: a batch of 4 is estimated
+    as the program declared with its true shapes at batch 4."""
+    assert _train(files, "stn").returncode == 0
+    data = np.load(files / "stn" / "data.npz")
+    np.savez(tmp_path / "four.npz", x=data["x"][:4], label=data["label"][:4])
+    shown = gradc_cli("show", files / "stn" / "train_gradc.pb", "--memory", "--feed", tmp_path / "four.npz")
+    assert shown.returncode == 0, shown.stderr
+    program = gradc.load(files / "stn" / "train_gradc.pb")
+    fed = gradc.memory_shapes.fed_shapes(program.global_block, {"x": (4, 1, 8, 8), "label": (4, 1)})
+    assert fed["affine_grid_0.tmp_0"] == [4, 8, 8, 2]
+    for name, shape in [("affine_grid_0.tmp_0", [-1, 8, 8, 2]), ("grid_sampler_0.tmp_0", [-1, 1, 8, 8]),
+                        ("reshape2_1.tmp_1", [0, -1, 1, 8, 8])]:
+        for var in (name, f"{name}@GRAD"):
+            if program.global_block.find_var(var) is not None:
+                program.global_block.var(var).shape = shape
+    (declared_truly,) = gradc.memory.estimate(program, 4)
+    assert "other dims = batch size 4" in shown.stdout
+    assert f"  peak                   {gradc.memory.human(declared_truly.peak):>10}\n" in shown.stdout

@@ -81,9 +81,8 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
     sizes: dict[str, int] = {}
     # a declaration Paddle made up (affine_grid's 5-D grid of a 2-D one), and its gradient's copy of it, sized by the
     # shape the value has
-    carried = carried_shapes(block)
-    shapes = {**carried, **{grad_name(name): shape for name, shape in carried.items()},
-              **(fed_shapes(block, feed) if feed else {})}
+    carried, fed = carried_shapes(block), fed_shapes(block, feed) if feed else {}
+    shapes = {**{grad_name(name): shape for name, shape in {**carried, **fed}.items()}, **carried, **fed}
     shapes.update(rnn_buffer_shapes(block, shapes, batch_size))
 
     def size(name: str) -> int:

@@ -9,23 +9,30 @@ import math
 
 import numpy as np
 
-from .ir import Block, VarType
+from .ir import Block, OpDesc, VarType
 from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.rnn import rnn_shape_of
 from .rnn_shape import GATES
 from .verify_shapes import op_inference
 
+# an input holding sizes at run time, and the attribute it stands for: the values of a shape op of a fed value (the
+# STN's affine_grid of paddle.shape(x)) are known from the feed, and the op's inference reads them as that attribute
+SIZE_INPUTS = {("affine_grid", "OutputShape"): "output_shape"}
+
 
 def fed_shapes(block: Block, feed: dict[str, tuple[int, ...]]) -> dict[str, list[int]]:
     """The shape of every var of ``block`` whose dims ``feed`` (var name -> shape) fixes, through each op's
-    inference; an op its inference cannot follow (a dim read from a value at run time) leaves its outputs as
-    declared."""
+    inference (and a shape op's values, where SIZE_INPUTS read them); an op its inference cannot follow (a dim read
+    from another value at run time) leaves its outputs as declared."""
     shapes = {name: list(shape) for name, shape in feed.items()}
+    values = {}   # the shape ops' outputs: the shapes they read
     for idx, op in enumerate(block.ops):
         if shapes.keys().isdisjoint(op.input_names()):
             continue
+        if op.type in ("shape", "shape64") and op.input("Input")[0] in shapes:
+            values[op.output("Out")[0]] = shapes[op.input("Input")[0]]
         try:
-            inferred = op_inference(block, idx, op, shapes)
+            inferred = op_inference(block, idx, _sizes_as_attributes(op, values), shapes)
         except Exception:  # noqa: BLE001 - inputs its rule cannot read: the declarations stand
             continue
         if inferred is None:
@@ -35,6 +42,15 @@ def fed_shapes(block: Block, feed: dict[str, tuple[int, ...]]) -> dict[str, list
                 if shape is not None and all(dim >= 0 for dim in shape):
                     shapes[name] = list(shape)
     return shapes
+
+
+def _sizes_as_attributes(op: OpDesc, values: dict[str, list[int]]) -> OpDesc:
+    """``op`` with a sizes input whose values are known given as its attribute instead."""
+    for (kind, slot), attr in SIZE_INPUTS.items():
+        if op.type == kind and len(op.input(slot)) == 1 and op.input(slot)[0] in values:
+            inputs = {name: args for name, args in op.inputs.items() if name != slot}
+            return OpDesc(kind, inputs, op.outputs, {**op.attrs, attr: values[op.input(slot)[0]]}, op.attr_types)
+    return op
 
 
 def rnn_buffer_shapes(block: Block, shapes: dict[str, list[int]], batch_size: int) -> dict[str, list[int]]:

@@ -23,8 +23,9 @@ from ..listing import program_listing
               help="Render the graph to a PNG file with Graphviz's `dot` (it must be on PATH).")
 @click.option("--memory", is_flag=True,
               help="Print a static estimate of one step's peak memory per block instead of the listing.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
-              help="The size that unknown (-1) dims take in the --memory estimate.")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="The size that unknown (-1) dims take in the --memory estimate (default: the --feed arrays' first "
+                   "dim, else 1).")
 @click.option("--feed", type=click.Path(), metavar="NPZ",
               help="With --memory: a batch (.npz) whose arrays' shapes fix the inputs' dims (a sequence's length) "
                    "and, through the ops, the dims that follow from them.")
@@ -50,6 +51,8 @@ def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_
     if memory:
         from ..memory import estimate, memory_report
         shapes = _feed_shapes(prog, feed) if feed else None
+        firsts = {shape[0] for shape in (shapes or {}).values() if shape}
+        batch_size = batch_size or (firsts.pop() if len(firsts) == 1 else 1)   # the feed's batch: its gradients'
         click.echo(memory_report(estimate(prog, batch_size, feed=shapes), batch_size, prog, feed))
         return
     click.echo(program_listing(prog, attrs=not no_attrs, bookkeeping=all_attrs))
