@@ -309,3 +309,17 @@ def test_gradient_norms_of_an_amp_program_are_the_unscaled_ones_and_nan_at_a_ski
     plain, _ = norms("plain_norms.pb", "--startup", files / "cnn_startup.pb", "--startup",
                      files / "plain_norms.startup.pb")
     assert scaled[0] == plain[0] and scaled[0]["total"] == pytest.approx(9.639, abs=1e-3)
+
+
+def test_a_step_whose_loss_is_not_finite_is_named_once(files):
+    """The inf in the batch of step 4: decorate's program skips the step, and the loss of that batch is nan, so the
+    epoch's mean is nan (train mean_0.tmp_0=nan). Before, nothing said which batch; now one warning names the step,
+    the epoch and batch, and the value, and the mean stays the honest nan (later steps are not warned of)."""
+    run = gradc_cli("train", files / "cnn_cpu.pb", "--startup", files / "cnn_startup.pb", "--data",
+                    files / "cnn_data.npz", "--batch-size", BATCH, "--epochs", 2)
+    assert run.returncode == 0, run.stderr
+    warned = [line for line in run.stderr.splitlines() if "not finite" in line]
+    assert warned == [f"gradc: warning: step {BAD + 1} (epoch 1, batch {BAD + 1}): {LOSS} is nan, so this epoch's "
+                      f"mean of it is not finite either (--check-nan stops at the op that writes the first NaN or Inf; "
+                      f"later steps are not told)"]
+    assert f"train {LOSS}=nan" in run.stdout

@@ -82,12 +82,21 @@ class History:
     epoch_examples: int = 0
     last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
     kept_epoch: int | None = None                              # early stopping: the epoch whose parameters it kept
+    told_nonfinite: bool = False                               # a step's NaN or Inf was warned of
 
-    def add_step(self, values: list[float], examples: int) -> None:
+    def add_step(self, values: list[float], examples: int) -> str | None:
+        """Count the step in; the first step whose values are not all finite: a warning, for its epoch's mean of them
+        is not finite either (an inf in a batch; once a run: a diverged run's every later step would repeat it)."""
         self.steps.append(values)
         self.examples += examples
         self.epoch_sums = [s + v * examples for s, v in zip(self.epoch_sums or [0.0] * len(values), values)]
         self.epoch_examples += examples
+        bad = [f"{name} is {value}" for name, value in zip(self.fetch, values) if not np.isfinite(value)]
+        if bad and not self.told_nonfinite:
+            self.told_nonfinite = True
+            return (f"{', '.join(bad)}, so this epoch's mean of {'it' if len(bad) == 1 else 'them'} is not finite "
+                    f"either (--check-nan stops at the op that writes the first NaN or Inf; later steps are not told)")
+        return None
 
     def running(self) -> dict[str, float]:
         """The means of the epoch so far."""

@@ -186,10 +186,12 @@ class Trainer:
             while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale():
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
-                    with naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
+                    where = f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"
+                    with naming(data, where):
                         values = self.train_step(feed)
                     self.batch += 1
-                    self.history.add_step(values, 1 if getattr(data, "episodes", False) else examples(feed))
+                    if note := self.history.add_step(values, 1 if getattr(data, "episodes", False) else examples(feed)):
+                        warnings.warn(f"{where}: {note}", GradcWarning, stacklevel=2)
                     reporter.step(self.step, self.epoch, self.batch, values)
                     if checkpoint_dir and checkpoint_every and self.step % checkpoint_every == 0:
                         saved_at = self._save(checkpoint_dir, settings)
