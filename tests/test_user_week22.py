@@ -190,3 +190,27 @@ def test_near_the_clip_paddles_softmax_floor_bends_the_loss_not_its_gradient(fil
         return np.mean(np.log(np.exp(shifted).sum(1)) - np.diag(shifted))
 
     assert (cross_entropy(logits) + cross_entropy(logits.T)) / 2 == pytest.approx(34.7420, rel=1e-5)
+
+
+def test_evaluate_gives_the_recall_at_k_of_captions_to_images_over_the_whole_set(files):
+    """Before, gradc evaluate had no recall@k: the user ranked the towers' embeddings in numpy. --recall TEXT,IMAGE
+    ranks every caption's similarity to every image of the set, across the batches (of 8, the InfoNCE's in-program
+    labels' size): Paddle's 0.1875 and 0.8125 of 16, as the Predictor's embeddings give them; within each batch of 8
+    alone they would be others. A pair of vars not [N, D] of one D is one error line."""
+    predictor = np.load(files / "predictor.npz")
+    np.savez(files / "gallery.npz", image=predictor["gallery_image"], tokens=predictor["gallery_tokens"])
+    pair = f"{TOWERS['text'][1]},{TOWERS['image'][1]}"
+    args = ("evaluate", files / "clip.pb", "--params", files / "clip_trained.npz", "--data", files / "gallery.npz",
+            "--batch-size", 8)
+    run = gradc_cli(*args, "--recall", pair, "--topk", "1,5", "--json")
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)
+    image, text = predictor["image_embed"], predictor["text_embed"]
+    for k in (1, 5):
+        assert results[f"recall@{k}"] == META["clip"]["recall"][str(k)] == _recall(image, text, k)
+    halves = np.mean([_recall(image[at:at + 8], text[at:at + 8], 5) for at in (0, 8)])
+    assert halves != results["recall@5"]
+    refused = gradc_cli(*args, "--recall", f"{TOWERS['text'][1]},tmp_2")
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr == (f"gradc: error: data '{files / 'gallery.npz'}': evaluation: --recall: the embeddings "
+                              f"'{TOWERS['text'][1]}' [-1, 8] and 'tmp_2' [] are not [N, D] of one D\n")

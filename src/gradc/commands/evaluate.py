@@ -56,6 +56,9 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
               "left out): nonzero where one counts, of the labels' shape, or each example's sequence length.")
 @click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the confusion "
               "matrix of the best-scored class against the label summed over the whole set (a segmentation map's).")
+@click.option("--recall", metavar="QUERY,GALLERY", help="Recall@k of a two-tower model instead of the accuracy: the "
+              "share of examples whose QUERY embedding finds their own GALLERY embedding among the k most similar "
+              "(dot product) of the whole set, for each k of --topk (captions to images: TEXT_EMB,IMAGE_EMB).")
 @click.option("--topk", default=("1",), show_default=True, multiple=True, callback=_topk, metavar="K[,K...]",
               help="Accuracy counts an example right when its label is among the K best-scored classes. Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
@@ -63,7 +66,7 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, topk, seed, as_json, strict_params):
+             miou, recall, topk, seed, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are."""
@@ -74,7 +77,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
-                               miou=miou, mask=mask)
+                               miou=miou, mask=mask, recall=recall)
     if as_json:
         click.echo(json.dumps(results))
         return

@@ -8,11 +8,13 @@ import copy
 import os
 import warnings
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import FeedError, GradcError, GradcWarning, op_location
+from ..errors import ExecutionError, FeedError, GradcError, GradcWarning, op_location
+from ..executor.failures import NonFiniteError
 from ..executor.feeding import feed_values, program_inputs
 from ..executor.lod import LOD_SUFFIX, LoDTensor, checked_lod, with_lods
 from ..executor.scope import Scope
@@ -231,3 +233,24 @@ def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:
     if not shuffled and len(rows):
         return np.array(value[rows[0]:rows[-1] + 1])
     return np.asarray(value[rows])
+
+
+@contextmanager
+def naming(data: Dataset | OneBatch, where: str | None = None):
+    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
+    batch (a label out of range): the data and the step, epoch and batch too."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"{data.source}: {exc}") from None
+    except NonFiniteError:
+        raise   # it names its step already
+    except ExecutionError as exc:
+        if where is None or type(exc) is not ExecutionError:
+            raise
+        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
+
+
+def examples(feed: Mapping[str, object]) -> int:
+    first = next((np.shape(v) for v in feed.values() if np.ndim(v)), None)
+    return first[0] if first else 1

@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backward.loss import no_loss_hint
-from ..errors import ExecutionError, FeedError, GradcError
+from ..errors import GradcError
 from ..executor import Executor, Scope, randomness
-from ..executor.failures import NonFiniteError
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
 from .accuracy import ScoreTally, checked_mask, class_axis, counted_positions, scored_rows
-from .data import Dataset, OneBatch, as_data, check_fits
+from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
 from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
 from .programs import forward_part, prune
+from .retrieval import RecallTally, check_towers, parse_pair
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, of_set_means, set_ratios
 
 
@@ -48,14 +47,16 @@ class EvalPlan:
     topk: list[int] = field(default_factory=list)
     miou: bool = False                 # the set's confusion matrix of the scores against the labels, and its mIoU
     mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
+    recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
+    recall_at: list[int] = field(default_factory=list)
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
          loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = (),
-         miou: bool = False) -> EvalPlan:
+         miou: bool = False, recall: tuple[str, str] | None = None) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
     losses) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where scores and labels are
-    found."""
+    found; with ``recall`` (query, gallery) the recall@k of each k."""
     losses = named_losses(program, loss)
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())])
@@ -71,7 +72,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars])
-    if topk or miou:
+    if miou or topk and not recall:   # --topk's k are recall@k's with --recall
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
         result.miou = miou and result.scores is not None
@@ -79,7 +80,10 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         raise GradcError("evaluation: the mIoU needs class scores and labels: the program has no cross-entropy op "
                          "whose labels the data holds, nor one output of rank 2 or more (name the labels with "
                          "--label NAME)")
-    needed = result.scalars + ([result.scores] if result.scores else [])
+    if recall:
+        check_towers(forward, recall)
+        result.recall, result.recall_at = recall, sorted(set(topk or [1]))
+    needed = result.scalars + list(recall or ()) + ([result.scores] if result.scores else [])
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
@@ -140,14 +144,15 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
-             miou: bool = False, mask: str | None = None) -> dict:
+             miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
     scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
-    from the confusion matrix of the whole set. Labels equal to ``ignore_index`` (default: the loss op's), and those
+    from the confusion matrix of the whole set. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
+    instead of the accuracy. Labels equal to ``ignore_index`` (default: the loss op's), and those
     the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is checked before the
     first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
     startup programs on, what they draw after paddle.seed(seed)."""
@@ -168,7 +173,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:
-        evaluation = plan(program, names, fetch, losses, label, topk, miou)
+        evaluation = plan(program, names, fetch, losses, label, topk, miou,
+                          parse_pair(recall) if isinstance(recall, str) else recall)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
@@ -250,7 +256,9 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     derived = of_set_means(evaluation.program, evaluation.scalars, evaluation.losses)   # a PSNR: of the set's MSE
     averaged = list(dict.fromkeys([*evaluation.scalars, *derived.values()]))
-    fetches = averaged + list(chunks) + ([evaluation.scores] if evaluation.scores else [])
+    towers = list(evaluation.recall or ())
+    fetches = averaged + list(chunks) + towers + ([evaluation.scores] if evaluation.scores else [])
+    retrieval = RecallTally(evaluation.recall_at)
     totals, tally, count = dict.fromkeys(averaged, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
@@ -265,6 +273,9 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 last[name] = scalar(name, value)
             for name, value in zip(chunks, values[len(averaged):]):
                 chunks[name] += int(np.sum(value))
+            if towers:
+                at = len(averaged) + len(chunks)
+                retrieval.add(values[at], values[at + 1])
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
@@ -273,7 +284,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    return {**results, **(tally.results() if evaluation.scores else {})}
+    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {})}
 
 
 def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
@@ -285,24 +296,3 @@ def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[
                          f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
                          f"labels)")
     return rows
-
-
-@contextmanager
-def naming(data: Dataset | OneBatch, where: str | None = None):
-    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
-    batch (a label out of range): the data and the step, epoch and batch too."""
-    try:
-        yield
-    except FeedError as exc:
-        raise FeedError(f"{data.source}: {exc}") from None
-    except NonFiniteError:
-        raise   # it names its step already
-    except ExecutionError as exc:
-        if where is None or type(exc) is not ExecutionError:
-            raise
-        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
-
-
-def examples(feed: Mapping[str, object]) -> int:
-    first = next((np.shape(v) for v in feed.values() if np.ndim(v)), None)
-    return first[0] if first else 1

@@ -31,8 +31,8 @@ from ..io import load
 from ..ir import Program
 from .best import EarlyStopping, split_best
 from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch, as_data, check_fits, without_unread
-from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
+from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
+from .evaluation import EvalPlan, evaluate_plan, plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
