@@ -223,3 +223,13 @@ def test_evaluate_gives_the_psnr_of_the_sets_mean_squared_error(files):
         assert results[PSNR] == pytest.approx(float(whole[1]), rel=1e-6)
         assert results["loss"] == pytest.approx(float(whole[0]), rel=1e-6)
         assert sorted(results) == sorted(["examples", "loss", "loss_var", "loss_vars", SR_LOSS, PSNR])
+
+
+def test_miou_of_a_program_without_class_scores_is_one_error_line(files):
+    """The SR net scores no classes: evaluate --miou says what the mIoU needs, in one line, and prints nothing."""
+    run = gradc_cli("evaluate", files / "sr.pb", "--params", files / "sr_trained.npz", "--data", files / "data.npz",
+                    "--loss", SR_LOSS, "--miou")
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr == (f"gradc: error: data '{files / 'data.npz'}': evaluation: the mIoU needs class scores and "
+                          f"labels: the program has no cross-entropy op whose labels the data holds, nor one output "
+                          f"of rank 2 or more (name the labels with --label NAME)\n")
