@@ -1,7 +1,8 @@
 """Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each
 batch weighted by its size), top-k accuracy where the program's scores and the data's labels allow it, and the mean
 of any other fetched scalar (an auc op's AUC over every batch: the set's, counted from zero; a chunk_eval op's
-precision, recall and F1 from its chunk counts summed over every batch). The forward part runs
+precision, recall and F1 from its chunk counts summed over every batch; a PSNR of a batch's MSE: from the set's
+MSE), and, asked, the set's mIoU or a two-tower model's recall@k (retrieval.py). The forward part runs
 in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are
 this, so their numbers agree.
 
@@ -251,7 +252,8 @@ def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
 
 def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
                   batch_size: int | None = None) -> dict:
-    """Run the plan over every example: {"examples", each scalar by name, and "acc" (one k) or "acc_topK"}."""
+    """Run the plan over every example: {"examples", each scalar by name, "acc" (one k) or "acc_topK", and "miou"
+    and "class_iou", or "recall@K", as planned}."""
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     derived = of_set_means(evaluation.program, evaluation.scalars, evaluation.losses)   # a PSNR: of the set's MSE
