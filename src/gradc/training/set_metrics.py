@@ -11,7 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..executor import Scope
-from ..ir import Program, dtype_name
+from ..ir import Program
+from ..ir.types import NUMPY_DTYPE_NAMES
 from ..shapes import numel
 from .history import scalar
 from .programs import prune
@@ -84,7 +85,7 @@ def of_set_means(program: Program, scalars: Sequence[str], losses: Sequence[str]
         if op is None or not all(is_scalar(out) for out in op.output_names()):
             return None
         if op.type == "mean" or op.type == "reduce_mean" and op.attrs.get("reduce_all"):
-            return name
+            return name if block.find_var(name).dtype in NUMPY_DTYPE_NAMES else None   # fed back as numpy
         varying = [arg for arg in op.input_names() if writers.get(arg) is None or writers[arg].input_names()]
         return mean_under(varying[0]) if len(varying) == 1 else None   # constants aside, one scalar it is made of
     found = {name: mean_under(name) for name in scalars if name not in losses}
@@ -97,7 +98,7 @@ def at_set_means(executor, scope: Scope, program: Program, derived: dict[str, st
     results = {}
     for name, mean in derived.items():
         var = program.global_block.find_var(mean)
-        fed = np.full(var.shape, means[mean], dtype=dtype_name(var.dtype))
+        fed = np.full(var.shape, means[mean], dtype=NUMPY_DTYPE_NAMES[var.dtype])
         (value,) = executor.run(prune(program, [name], [mean]), {mean: fed}, [name], scope)
         results[name] = scalar(name, value)
     return results
