@@ -332,4 +332,6 @@ def test_show_memory_with_a_feed_sizes_the_grid_by_its_shape_tensor_and_the_feed
                 program.global_block.var(var).shape = shape
     (declared_truly,) = gradc.memory.estimate(program, 4)
     assert "other dims = batch size 4" in shown.stdout
-    assert f"  peak                   {gradc.memory.human(declared_truly.peak):>10}\n" in shown.stdout
+    human = gradc.memory.human
+    assert f"  kept for the backward  {human(declared_truly.activations):>10}\n" in shown.stdout   # was 1.5 KiB
+    assert f"  peak                   {human(declared_truly.peak):>10}\n" in shown.stdout
