@@ -57,8 +57,9 @@ def _arguments(case: str) -> list[str]:
     static = ["--static-loss-scaling"] if meta["dtype"] == "bfloat16" else []   # as the tool's decorate
     lists = [f"--{name.replace('_', '-')}={op_type}" for name, op_types in meta["lists"].items()
              for op_type in op_types]
+    master = ["--master-grad"] if meta.get("master_grad") else []
     return ["--optimizer", optimizer, *OPTIMIZERS[optimizer], "--amp", meta["level"], "--amp-dtype", meta["dtype"],
-            *scaling, *static, *lists]
+            *scaling, *static, *lists, *master]
 
 
 def _compiled(case: str, tmp_path) -> gradc.Program:
@@ -98,8 +99,8 @@ def _train(program: gradc.Program, case: str, steps: int | None = None) -> tuple
 
 def _normalised(program: gradc.Program) -> list[tuple]:
     """Each op's type, role and slots; the gradient lists of the loss-scaling ops and the trailing casts of the
-    parameters' gradients in name order (decorate lists them in the order the parameters were created, which a
-    saved program does not keep)."""
+    parameters' gradients (and, master_grad, into their float32 masters) in name order (decorate lists them in the
+    order the parameters were created, which a saved program does not keep)."""
     ops = []
     for op in program.global_block.ops:
         inputs = {slot: sorted(args) if op.type in GRADIENT_LISTS else args for slot, args in op.inputs.items() if args}
@@ -108,15 +109,22 @@ def _normalised(program: gradc.Program) -> list[tuple]:
         ops.append((op.type, op.attrs.get("op_role"), sorted(inputs.items()), sorted(outputs.items())))
     first = next(idx for idx, op in enumerate(ops) if op[0] == "check_finite_and_unscale")
     start = first
-    while start > 0 and ops[start - 1][0] == "cast" and ops[start - 1][1] == OPTIMIZE:
+    while start > 0 and ops[start - 1][0] == "cast" and (
+            ops[start - 1][1] == OPTIMIZE or ops[start - 1][3][0][1][0].endswith("@GRAD_fp32_master_0")):
         start -= 1
-    return ops[:start] + sorted(ops[start:first]) + ops[first:]
+    return ops[:start] + sorted(ops[start:first], key=_moved_cast_order) + ops[first:]
+
+
+def _moved_cast_order(op: tuple) -> tuple:
+    """The moved casts by name, each parameter's master-gradient cast after the moved ones (as decorate)."""
+    return op[3][0][1][0].endswith("_fp32_master_0"), op
 
 
 def test_the_cases():
     assert CASES == ["block_o2_bfloat16_adamw", "block_o2_float16_adam", "block_o2_float16_custom_momentum",
-                     "cnn_o1_float16_momentum", "cnn_o2_float16_momentum", "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam",
-                     "mlp_o2_bfloat16_sgd", "zoo_o1_float16_adam", "zoo_o1_float16_custom_adam",
+                     "block_o2_float16_master_adam", "cnn_o1_float16_momentum", "cnn_o2_float16_momentum",
+                     "mlp_o0_float16_adam", "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam", "mlp_o2_bfloat16_sgd",
+                     "zoo_o1_float16_adam", "zoo_o1_float16_custom_adam", "zoo_o2_bfloat16_master_sgd",
                      "zoo_o2_bfloat16_momentum", "zoo_od_float16_sgd"]
     no_cpu_run = ["block_o2_float16_custom_momentum", "zoo_o2_bfloat16_momentum"]
     assert [case for case in CASES if case not in CPU_RUNS] == no_cpu_run
@@ -178,7 +186,8 @@ def test_it_trains_to_paddles_numbers(case):
                  "sgd": make_optimizer("sgd", learning_rate=0.1),
                  "adamw": make_optimizer("adamw", learning_rate=0.01, weight_decay=0.05)}[case.rsplit("_", 1)[1]]
     options = AmpOptions(meta["level"], meta["dtype"], use_dynamic_loss_scaling=meta["dtype"] == "float16",
-                         **meta["options"], **{name: tuple(op_types) for name, op_types in meta["lists"].items()})
+                         master_grad=meta.get("master_grad", False), **meta["options"],
+                         **{name: tuple(op_types) for name, op_types in meta["lists"].items()})
     startup = AmpPass(options, BackwardPass(), optimizer)(program)
     assert {op.output("Out")[0] for op in startup.global_block.ops} >= {"loss_scaling_0", "learning_rate_0"}
     losses, scales, state = _train(program, case)
@@ -264,9 +273,9 @@ def test_a_bad_loss_scaling_value_is_one_line(arguments, message, tmp_path):
     (["--optimizer", "adam", "--incr-ratio", "3"], "--incr-ratio: only with --amp"),
     (["--optimizer", "adam", "--amp-dtype", "bfloat16"], "--amp-dtype: only with --amp"),
     (["--amp", "O1"], "--amp: needs --optimizer"),
-    (["--optimizer", "adam", "--amp", "O1", "--recompute", "auto"], "--amp: not with --recompute"),
+    (["--optimizer", "adam", "--master-grad"], "--master-grad: only with --amp"),
     (["--optimizer", "adam", "--amp", "O1", "--loss", "a", "--loss", "b"], "--amp: one --loss"),
-    (["--optimizer", "adam", "--amp", "O3"], "'O3' is not one of 'o1', 'o2'"),
+    (["--optimizer", "adam", "--amp", "O3"], "'O3' is not one of 'o0', 'o1', 'o2'"),
 ])
 def test_a_misused_amp_option_is_a_usage_error(arguments, message, tmp_path):
     out = tmp_path / "train.pb"
@@ -349,3 +358,54 @@ def test_level_od_ignores_the_custom_lists_as_decorate_does():
     with pytest.warns(gradc.GradcWarning, match="level OD uses no custom white or black list"):
         AmpPass(AmpOptions("OD", custom_white_list=("tanh",)), BackwardPass(), make_optimizer("sgd"))(programs[1])
     assert _normalised(programs[0]) == _normalised(programs[1])
+
+
+@pytest.mark.parametrize("case", ["cnn_o1_float16_momentum", "block_o2_float16_adam", "mlp_o0_float16_adam"])
+def test_recomputation_and_eager_sums_keep_the_numbers(case, tmp_path):
+    """--recompute auto and --accumulate eager rewrite the scaled loss's backward (recomputed casts and activations,
+    running sums) before the unscaling reads the gradients: the training is Paddle's decorated program's, bit for
+    bit."""
+    out = tmp_path / "train.pb"
+    done = gradc_cli("compile", _forward_file(case, tmp_path), "-o", out, *_arguments(case), "--recompute", "auto",
+                     "--accumulate", "eager")
+    assert done.returncode == 0, done.stderr
+    assert "recompute: " in done.stdout and "eager-accumulation: " in done.stdout
+    ours = gradc.load(out)
+    recomputed = [op for op in ours.global_block.ops if any(n.endswith("@RECOMPUTE") for n in op.output_names())]
+    assert recomputed and len(ours.global_block.ops) > len(_program(case, "train").global_block.ops)
+    losses, scales, state = _train(ours, case)
+    their_losses, their_scales, their_state = _train(_program(case, "train"), case)
+    np.testing.assert_array_equal(losses, their_losses)
+    assert scales == their_scales
+    for name, value in their_state.items():
+        np.testing.assert_array_equal(state[name], value, err_msg=name)
+
+
+def test_master_gradients_feed_the_unscaling_and_the_optimizer(tmp_path):
+    """master_grad: every low-precision gradient is cast to a float32 master, which check_finite_and_unscale (one,
+    the float32 one) and the optimizer read; without it they read the float16 gradients."""
+    case = "block_o2_float16_master_adam"
+    block = _compiled(case, tmp_path).global_block
+    (check,) = [op for op in block.ops if op.type == "check_finite_and_unscale"]
+    assert check.output("FoundInfinite") == ["find_infinite_scale_fp32.tmp_0"]
+    assert all(block.var(grad).dtype == gradc.VarType.FP32 for grad in check.input("X"))
+    masters = {grad for grad in check.input("X") if grad.endswith("@GRAD_fp32_master_0")}
+    assert len(masters) == 6 and {op.input("Grad")[0] for op in block.ops if op.type == "adam"} >= masters
+    arguments = [argument for argument in _arguments(case) if argument != "--master-grad"]
+    done = gradc_cli("compile", _forward_file(case, tmp_path), "-o", tmp_path / "plain.pb", *arguments)
+    assert done.returncode == 0, done.stderr
+    plain = gradc.load(tmp_path / "plain.pb").global_block
+    assert not any(name.endswith("@GRAD_fp32_master_0") for name in plain.vars)
+    assert len([op for op in plain.ops if op.type == "check_finite_and_unscale"]) == 2
+
+
+def test_o0_lowers_the_parameters_and_casts_as_o1(tmp_path):
+    """decorate(level="O0"): the parameters float16 with float32 masters (as O2), the loss kept float32 by the
+    default black list (as O1), one check_finite_and_unscale."""
+    block = _compiled("mlp_o0_float16_adam", tmp_path).global_block
+    params = [var for var in block.vars.values() if var.is_parameter]
+    assert len(params) == 4 and all(var.dtype == gradc.VarType.FP16 for var in params)
+    assert all(param.name + "_fp32_master_0" in block.vars for param in params)
+    loss = next(op for op in block.ops if op.type == "softmax_with_cross_entropy")
+    assert block.var(loss.input("Logits")[0]).dtype == gradc.VarType.FP32
+    assert [op.type for op in block.ops].count("check_finite_and_unscale") == 1

@@ -92,11 +92,15 @@ CASES = {
     "cnn_o2_float16_momentum": ("cnn", "O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (1,)),
     "mlp_o2_bfloat16_sgd": ("mlp", "O2", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),
     "block_o2_float16_custom_momentum": ("block", "O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (2,)),
+    "mlp_o0_float16_adam": ("mlp", "O0", "float16", lambda: paddle.optimizer.Adam(0.01), (2,)),
+    "block_o2_float16_master_adam": ("block", "O2", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
+    "zoo_o2_bfloat16_master_sgd": ("zoo", "O2", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),
 }
 CUSTOM = {   # case -> decorate's custom lists (amp_lists=CustomOpLists(...))
     "zoo_o1_float16_custom_adam": {"custom_white_list": ["exp"], "custom_black_list": ["tanh", "matmul_v2"]},
     "block_o2_float16_custom_momentum": {"custom_white_list": ["softmax"], "custom_black_list": ["gelu", "matmul_v2"]},
 }
+MASTER_GRAD = {"block_o2_float16_master_adam", "zoo_o2_bfloat16_master_sgd"}   # decorate(..., master_grad=True)
 
 
 def programs(case: str, cuda: bool):
@@ -110,7 +114,8 @@ def programs(case: str, cuda: bool):
         with CudaBuild() if cuda else contextlib.nullcontext():   # only the CUDA build's decorate casts
             lists = amp.CustomOpLists(**CUSTOM[case], dtype=dtype) if case in CUSTOM else None
             optimizer = amp.decorate(make(), lists, level=level, dtype=dtype,
-                                     use_dynamic_loss_scaling=dtype == "float16", **OPTIONS)
+                                     use_dynamic_loss_scaling=dtype == "float16",
+                                     master_grad=case in MASTER_GRAD, **OPTIONS)
             optimizer.minimize(loss)
     return main, startup, optimizer, forward, loss.name
 
@@ -173,6 +178,7 @@ def write(case: str) -> str:
     model, level, dtype, _, bad = CASES[case]
     meta = {"case": case, "model": model, "level": level, "dtype": dtype, "seed": SEED, "steps": STEPS,
             "bad_steps": list(bad), "loss": loss, "options": OPTIONS, "lists": CUSTOM.get(case, {}),
+            "master_grad": case in MASTER_GRAD,
             "paddle_version": paddle.__version__,
             "ops_train": [op.type for op in main.global_block().ops], "cpu_casts": cpu_casts, **record}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -109,7 +109,7 @@ def keeps_float32_output(op_type: str, slot: str) -> bool:
 
 def rewrite(block: Block, level: str, low: int, lists: AmpLists) -> int:
     """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
-    if level == "O2":
+    if level in ("O0", "O2"):   # decorate's set_param_dtype lowers the parameters at every level but O1 and OD
         _lower_parameters(block, low, lists)
     writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
     high_ops, low_ops = set(), set()
@@ -126,7 +126,7 @@ def rewrite(block: Block, level: str, low: int, lists: AmpLists) -> int:
             op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
             block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
         else:
-            fmt = _follow(block, op, writers, high_ops, low_ops, lists, low) if level == "O1" else low
+            fmt = low if level == "O2" else _follow(block, op, writers, high_ops, low_ops, lists, low)
             (low_ops if fmt == low else high_ops).add(id(op))
             _set_outputs(block, op, fmt)
     casts, idx = 0, 0

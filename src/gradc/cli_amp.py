@@ -1,6 +1,6 @@
-"""The mixed-precision options of `gradc compile` (gradc.passes.amp): --amp O1|O2|OD, --amp-dtype, and the custom
-lists and loss scaling of paddle.static.amp.decorate under its argument names. They reach the command as keyword
-arguments; ``amp_options`` pops them and gives the AmpOptions, or None without --amp."""
+"""The mixed-precision options of `gradc compile` (gradc.passes.amp): --amp O0|O1|O2|OD, --amp-dtype, and the custom
+lists, loss scaling and master_grad of paddle.static.amp.decorate under its argument names. They reach the command
+as keyword arguments; ``amp_options`` pops them and gives the AmpOptions, or None without --amp."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from .errors import GradcError
 from .passes.amp import AmpOptions
 
 SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
-           "use_dynamic_loss_scaling")
+           "use_dynamic_loss_scaling", "master_grad")
 LISTS = ("custom_white_list", "custom_black_list")
 OPTIONS = [
-    click.option("--amp", "amp_level", type=click.Choice(["O1", "O2", "OD"], case_sensitive=False),
+    click.option("--amp", "amp_level", type=click.Choice(["O0", "O1", "O2", "OD"], case_sensitive=False),
                  help="Mixed precision as paddle.static.amp.decorate writes it (needs --optimizer): O1 casts around "
                       "the white-list ops (matmul_v2, conv2d, ...) and lets the gray ones follow; OD computes only "
                       "the white-list ops in the low format; O2 puts the parameters and nearly every op in the low "
-                      "format, with float32 master weights. Loss scaling as decorate's."),
+                      "format, with float32 master weights; O0 lowers the parameters as O2 and casts as O1. Loss "
+                      "scaling as decorate's."),
     click.option("--amp-dtype", type=click.Choice(["float16", "bfloat16"]), default="float16", show_default=True,
                  help="With --amp: the low format."),
     click.option("--init-loss-scaling", type=float, metavar="S", help="With --amp: the first loss scale (65536)."),
@@ -35,6 +36,9 @@ OPTIONS = [
     click.option("--dynamic-loss-scaling/--static-loss-scaling", "use_dynamic_loss_scaling", default=None,
                  help="With --amp: adjust the scale at each step (float16's default; bfloat16 never does), or keep "
                       "--init-loss-scaling."),
+    click.option("--master-grad", "master_grad", is_flag=True, default=None,
+                 help="With --amp O2: the optimizer and the unscaling take float32 copies of the low-precision "
+                      "gradients (decorate's master_grad=True)."),
 ]
 
 

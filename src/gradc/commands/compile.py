@@ -90,8 +90,6 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     if amp is not None:
         if optimizer is None:
             raise click.UsageError("--amp: needs --optimizer (paddle.static.amp.decorate wraps an optimizer)")
-        if memory:
-            raise click.UsageError("--amp: not with --recompute or --accumulate eager")
         if len(losses) > 1:
             raise click.UsageError("--amp: one --loss (decorate scales one loss)")
     if optimizer is not None and "optimizer" in extra_passes:
@@ -122,12 +120,13 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
         attrs = param_attrs(param_lrs, parameters)
         updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
-        amp_pass = AmpPass(amp, backward, optimizer, attrs) if amp is not None else None
-        # --amp: one pass runs the backward of the scaled loss, the unscaling and the optimizer's updates
+        amp_pass = AmpPass(amp, backward, optimizer, attrs, memory) if amp is not None else None
+        # --amp: one pass runs the backward of the scaled loss, the memory passes, the unscaling and the updates
         passes = [VerifyPass(), amp_pass] if amp_pass is not None else [VerifyPass(), backward, *memory, *updating]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
         if amp is not None:
             results["backward"], results["optimizer"] = backward.pairs, results.pop("amp")
+            results.update(amp_pass.memory_results)
         exclusion, undecayed = decay_exclusion(optimizer), None
         if exclusion is not None:
             exclusion.check_matched([param for param, _ in results["backward"]])

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..amp_casts import AmpLists, amp_lists, append_cast, keeps_float32_input, rewrite
 from ..backward import default_loss
 from ..errors import GradcError, GradcWarning, closest
-from ..ir import AttrType, Block, Program, VarType, dtype_name, roles
+from ..ir import Block, Program, VarType, dtype_name, roles
 from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
 from ..registry import OPS, make_op
 from ..schedules import Schedule
+from .amp_unscale import master_gradients, move_gradient_casts, unscale
 from .backward import BackwardPass
 from .base import Pass, register_pass
 
@@ -36,7 +37,8 @@ SKIPPING = ("adam", "adamw")   # the optimizers decorate hands the overflow flag
 @dataclass(frozen=True)
 class AmpOptions:
     """paddle.static.amp.decorate's arguments, with its defaults; ``use_dynamic_loss_scaling`` None: on for float16,
-    off for bfloat16 (which never scales dynamically: Paddle turns it off and the scale to 1)."""
+    off for bfloat16 (which never scales dynamically: Paddle turns it off and the scale to 1). ``master_grad``: at
+    O2, the optimizer takes float32 copies of the low-precision gradients (decorate ignores it at other levels)."""
 
     level: str = "O1"
     dtype: str = "float16"
@@ -48,9 +50,10 @@ class AmpOptions:
     use_dynamic_loss_scaling: bool | None = None
     custom_white_list: tuple[str, ...] = ()
     custom_black_list: tuple[str, ...] = ()
+    master_grad: bool = False
 
     def __post_init__(self):
-        checks = [("level", self.level in ("O1", "O2", "OD"), "O1, O2 or OD"),
+        checks = [("level", self.level in ("O0", "O1", "O2", "OD"), "O0, O1, O2 or OD"),
                   ("dtype", self.dtype in LOW, "float16 or bfloat16"),
                   ("init_loss_scaling", _number(self.init_loss_scaling) and 0 < self.init_loss_scaling < math.inf,
                    "a number > 0"),
@@ -58,7 +61,8 @@ class AmpOptions:
                   ("decr_every_n_nan_or_inf", _count(self.decr_every_n_nan_or_inf), "an integer >= 1"),
                   ("incr_ratio", _number(self.incr_ratio) and 1 < self.incr_ratio < math.inf, "a number > 1"),
                   ("decr_ratio", _number(self.decr_ratio) and 0 < self.decr_ratio < 1, "a number in (0, 1)"),
-                  ("use_dynamic_loss_scaling", self.use_dynamic_loss_scaling in (None, True, False), "True or False")]
+                  ("use_dynamic_loss_scaling", self.use_dynamic_loss_scaling in (None, True, False), "True or False"),
+                  ("master_grad", self.master_grad in (True, False), "True or False")]
         for name, ok, wanted in checks:
             if not ok:
                 raise GradcError(f"amp: {name} must be {wanted}, not {getattr(self, name)!r}")
@@ -103,12 +107,16 @@ def _count(value) -> bool:
 class AmpPass(Pass):
     """Forward casts, the scaled loss, its backward, the unscaling and the optimizer's updates, in one pass (each step
     needs the one before: the backward differentiates the scaled loss, the optimizer skips on its flag). The result
-    is the startup program: the optimizer's, with the loss-scaling vars first."""
+    is the startup program: the optimizer's, with the loss-scaling vars first. ``memory``: passes that rewrite the
+    backward (recomputation, eager accumulation), run right after it, before the unscaling reads the gradients."""
     name = "amp"
 
     def __init__(self, options: AmpOptions | None = None, backward: BackwardPass | None = None,
-                 optimizer: Optimizer | None = None, param_attrs: Mapping[str, ParamAttr] | None = None):
+                 optimizer: Optimizer | None = None, param_attrs: Mapping[str, ParamAttr] | None = None,
+                 memory: Sequence[Pass] = ()):
         self.options = options or AmpOptions()
+        self.memory = list(memory)
+        self.memory_results: dict[str, object] = {}   # each memory pass's result by name, once applied
         self.backward = backward or BackwardPass()
         self.optimizer = optimizer or make_optimizer("sgd")
         self.param_attrs = param_attrs
@@ -143,14 +151,23 @@ class AmpPass(Pass):
         if options.level == "OD" and (options.custom_white_list or options.custom_black_list):
             warnings.warn("level OD uses no custom white or black list (decorate ignores them there)", GradcWarning,
                           stacklevel=2)
+        if options.master_grad and options.level != "O2":
+            warnings.warn(f"master_grad is for level O2 only: at {options.level} decorate ignores it, as gradc does",
+                          GradcWarning, stacklevel=2)
         self.casts = rewrite(block, options.level, LOW[options.dtype], options.lists())
         scaling = _scaling_vars(block, options) if options.scaled else {}
         self.backward.losses = [_scaled_loss(block, self.loss, scaling)]
         pairs = self.backward(program)
         self.backward.losses, self.backward.losses_used = [self.loss], [self.loss]
-        _move_gradient_casts(block, pairs)
+        self.memory_results = {memory.name: memory(program) for memory in self.memory}
+        move_gradient_casts(block, pairs)
+        if options.master_grad and options.level == "O2":
+            pairs = master_gradients(block, pairs)
         emit = Emitter(program)
-        found = _unscale(emit, pairs, scaling, options) if scaling else None
+        updating = {"incr_every_n_steps": options.incr_every_n_steps,
+                    "decr_every_n_nan_or_inf": options.decr_every_n_nan_or_inf, "incr_ratio": options.incr_ratio,
+                    "decr_ratio": options.decr_ratio} if options.dynamic else None
+        found = unscale(emit, pairs, scaling, options.level == "O2", updating) if scaling else None
         self.optimizer.multi_precision = True   # decorate's master_weight=None: float32 masters of low parameters
         if found is not None and self.optimizer.type in SKIPPING:
             skip = emit.temporary("memcpy_{}.tmp_0", block.var(found).shape, VarType.BOOL)
@@ -246,61 +263,3 @@ def _scaling_vars(block: Block, options: AmpOptions) -> dict[str, str]:
             names[name] = block.create_var(block.unused_name(name + "_{}"), [1], dtype, persistable=True,
                                            stop_gradient=True).name
     return names
-
-
-# ---------------------------------------------------------------- after the backward
-def _move_gradient_casts(block: Block, pairs: list[tuple[str, str]]) -> None:
-    """Paddle's update_role_var_grad: the cast of a float32 parameter's low-precision gradient moves to the end (an
-    optimize op), and the op that wrote the low gradient carries the parameter's op_role_var."""
-    last = {name: op for op in block.ops for name in op.output_names()}   # each var's last writer
-    moved = []
-    for param, grad in pairs:
-        writer = last.get(grad)
-        if writer is None or writer.type != "cast" or block.var(grad).dtype != VarType.FP32:
-            continue
-        low_grad = writer.input("X")[0]
-        producer = last[low_grad]
-        role_var = [name for name in producer.attrs.get("op_role_var", []) if name not in (param, low_grad)]
-        producer.set_attr("op_role_var", [param, low_grad, *role_var], AttrType.STRINGS)
-        writer.attrs.pop("op_role_var", None)
-        writer.attr_types.pop("op_role_var", None)
-        writer.set_attr("op_role", roles.OPTIMIZE, AttrType.INT)
-        moved.append(writer)
-    gone = set(map(id, moved))   # one rebuild, the casts at the end in the pairs' order
-    block.ops[:] = [op for op in block.ops if id(op) not in gone] + moved
-
-
-def _unscale(emit: Emitter, pairs: list[tuple[str, str]], scaling: dict[str, str], options: AmpOptions) -> str:
-    """check_finite_and_unscale (one for all gradients at O1 and OD; at O2 one for the float32 ones, one for the low
-    ones, their flags joined by concat and reduce_any) and, scaling dynamically, update_loss_scaling; the flag's
-    var."""
-    block, scale = emit.block, scaling["loss_scaling"]
-    grads = [grad for _, grad in pairs]
-    if options.level != "O2":
-        groups = [("find_infinite_scale", grads)]
-    else:
-        groups = [(name, group) for name, group in
-                  (("find_infinite_scale_fp32", [g for g in grads if block.var(g).dtype == VarType.FP32]),
-                   ("find_infinite_scale_fp16", [g for g in grads if block.var(g).dtype != VarType.FP32])) if group]
-    flags = []
-    for name, group in groups:
-        flags.append(emit.temporary(name + ".tmp_{}", [1], VarType.BOOL))
-        emit.op("check_finite_and_unscale", {"X": group, "Scale": [scale]},
-                {"Out": group, "FoundInfinite": [flags[-1]]}, role_var=group)
-    found = flags[0]
-    if len(flags) > 1:
-        joined = emit.temporary("concat_{}.tmp_0", [len(flags)], VarType.BOOL)
-        emit.op("concat", {"X": flags}, {"Out": [joined]}, {"axis": 0}, role_var=[])
-        found = emit.temporary("reduce_any_{}.tmp_0", [], VarType.BOOL)
-        emit.op("reduce_any", {"X": [joined]}, {"Out": [found]}, {"dim": [0], "reduce_all": True}, role_var=[])
-    if options.dynamic:
-        for stop, (_, group) in enumerate(groups):
-            emit.op("update_loss_scaling",
-                    {"X": group, "FoundInfinite": [found], "PrevLossScaling": [scale],
-                     "InGoodSteps": [scaling["num_good_steps"]], "InBadSteps": [scaling["num_bad_steps"]]},
-                    {"Out": group, "LossScaling": [scale], "OutGoodSteps": [scaling["num_good_steps"]],
-                     "OutBadSteps": [scaling["num_bad_steps"]]},
-                    {"incr_every_n_steps": options.incr_every_n_steps,
-                     "decr_every_n_nan_or_inf": options.decr_every_n_nan_or_inf, "incr_ratio": options.incr_ratio,
-                     "decr_ratio": options.decr_ratio, "stop_update": stop > 0}, role_var=[])
-    return found
