@@ -25,12 +25,18 @@ CASES = sorted(p.name for p in DATA.iterdir())
 # Paddle's CPU build runs the CPU build's decorate of these (not the O2 programs with low-precision parameters left
 # in its CPU program: the embedding's, the biases' of the custom lists; its check_finite_and_unscale has no kernel)
 CPU_RUNS = [case for case in CASES if (DATA / case / "final.npz").exists()]
+# gradc casts no input of a control-flow op below O2; Paddle's program does, and loses the gradient through it
+LOSSY = ["cond_o1_float16_adam"]
+AS_PADDLE = [case for case in CASES if case not in LOSSY]
 OPTIMIZERS = {"adam": ["--lr", "0.01"], "momentum": ["--lr", "0.05", "--momentum", "0.9"], "sgd": ["--lr", "0.1"],
               "adamw": ["--lr", "0.01", "--weight-decay", "0.05"]}
 # measured against Paddle's float32 run: losses to 1.1e-3 (float16) and 3.1e-3 (bfloat16) relative, the trained
 # parameters to 3.2e-4 and 3.4e-3 of the model's norm
 LOSS_RTOL = {"float16": 2e-3, "bfloat16": 6e-3}
 MODEL_RTOL = {"float16": 5e-4, "bfloat16": 7e-3}
+# the branches and the loop at O2 (every op float16, three tanh steps): losses to 8.3e-3, parameters to 3.7e-3 of the
+# norm (Paddle's own program trains to gradc's numbers bit for bit: the rounding is float16's)
+SUB_BLOCK_RTOL = (1.2e-2, 5e-3)
 GRADIENT_LISTS = ("check_finite_and_unscale", "update_loss_scaling")
 OPTIMIZE = 2   # op_role
 
@@ -123,15 +129,16 @@ def _moved_cast_order(op: tuple) -> tuple:
 def test_the_cases():
     assert CASES == ["block_o2_bfloat16_adamw", "block_o2_float16_adam", "block_o2_float16_custom_momentum",
                      "block_o2_float16_master_adam", "cnn_o1_float16_momentum", "cnn_o2_float16_momentum",
-                     "mlp_o0_float16_adam", "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam", "mlp_o2_bfloat16_sgd",
-                     "zoo_o1_float16_adam", "zoo_o1_float16_custom_adam", "zoo_o2_bfloat16_master_sgd",
-                     "zoo_o2_bfloat16_momentum", "zoo_od_float16_sgd"]
+                     "cond_o1_float16_adam", "cond_o2_float16_sgd", "loop_o2_float16_adam", "mlp_o0_float16_adam",
+                     "mlp_o1_bfloat16_sgd", "mlp_o1_float16_adam", "mlp_o2_bfloat16_sgd", "zoo_o1_float16_adam",
+                     "zoo_o1_float16_custom_adam", "zoo_o2_bfloat16_master_sgd", "zoo_o2_bfloat16_momentum",
+                     "zoo_od_float16_sgd"]
     no_cpu_run = ["block_o2_float16_custom_momentum", "zoo_o2_bfloat16_momentum"]
     assert [case for case in CASES if case not in CPU_RUNS] == no_cpu_run
     assert all("no kernels" in _meta(case)["cpu_error"] for case in no_cpu_run)
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", AS_PADDLE)
 def test_gradc_writes_the_program_decorate_writes(case, tmp_path):
     ours, paddles = _compiled(case, tmp_path), _program(case, "train")
     assert [op.type for op in ours.global_block.ops] == _meta(case)["ops_train"]
@@ -143,6 +150,11 @@ def test_gradc_writes_the_program_decorate_writes(case, tmp_path):
              "stop_update", "multi_precision", "dst_place_type")
     assert [{a: op.attrs.get(a) for a in attrs} for op in ours.global_block.ops] == \
         [{a: op.attrs.get(a) for a in attrs} for op in paddles.global_block.ops]
+    assert len(ours.blocks) == len(paddles.blocks)
+    for block, theirs in zip(ours.blocks[1:], paddles.blocks[1:]):   # the branches, loop bodies and their grads
+        assert _slots(block) == _slots(theirs), block.idx
+        shared = set(block.vars) & set(theirs.vars)
+        assert {name: block.vars[name].dtype for name in shared} == {name: theirs.vars[name].dtype for name in shared}
 
 
 def test_the_ops_that_run_in_the_low_format(tmp_path):
@@ -165,7 +177,12 @@ def test_the_ops_that_run_in_the_low_format(tmp_path):
         {name for name in o2.vars if name.endswith("_fp32_master_0")}
 
 
-@pytest.mark.parametrize("case", CASES)
+def _slots(block: gradc.Block) -> list[tuple]:
+    return [(op.type, op.attrs.get("op_role"), {slot: args for slot, args in op.inputs.items() if args},
+             {slot: args for slot, args in op.outputs.items() if args}) for op in block.ops]
+
+
+@pytest.mark.parametrize("case", AS_PADDLE)
 def test_it_trains_bit_for_bit_as_paddles_decorated_program(case, tmp_path):
     ours, scales, state = _train(_compiled(case, tmp_path), case)
     theirs, their_scales, their_state = _train(_program(case, "train"), case)
@@ -193,7 +210,9 @@ def test_it_trains_to_paddles_numbers(case):
     losses, scales, state = _train(program, case)
     assert scales == meta["loss_scaling_0"]
     good = [step for step in range(meta["steps"]) if step not in meta["bad_steps"]]
-    np.testing.assert_allclose(np.array(losses)[good], np.array(meta["losses"])[good], rtol=LOSS_RTOL[meta["dtype"]])
+    loss_rtol, model_rtol = (SUB_BLOCK_RTOL if len(program.blocks) > 1 and meta["level"] == "O2" else
+                             (LOSS_RTOL[meta["dtype"]], MODEL_RTOL[meta["dtype"]]))
+    np.testing.assert_allclose(np.array(losses)[good], np.array(meta["losses"])[good], rtol=loss_rtol)
     with np.load(DATA / case / "final.npz") as final:
         params = sorted(name for name, var in program.global_block.vars.items() if var.is_parameter)
         ours = np.concatenate([np.asarray(state[name], np.float64).ravel() for name in params])
@@ -201,7 +220,7 @@ def test_it_trains_to_paddles_numbers(case):
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))   # the cnn's running statistics at the inf
     finite = np.isfinite(theirs)
     share = np.linalg.norm(ours[finite] - theirs[finite]) / np.linalg.norm(theirs[finite])
-    assert share < MODEL_RTOL[meta["dtype"]], share
+    assert share < model_rtol, share
 
 
 def test_an_overflow_step_is_skipped_and_the_scale_halves(tmp_path):
@@ -223,9 +242,6 @@ def test_the_pass_requires_a_forward_program():
     gradc.append_backward(program)
     with pytest.raises(PassConditionError, match="pass 'amp': the program already has backward ops"):
         AmpPass(AmpOptions(), BackwardPass(), make_optimizer("adam"))(program)
-    cond = gradc.load(Path(__file__).parent / "data" / "paddle" / "cond" / "forward.pb")
-    with pytest.raises(PassConditionError, match="3 blocks: .*control flow"):
-        AmpPass()(cond)
 
 
 def test_its_postcondition_catches_a_white_op_left_in_float32(monkeypatch):
@@ -409,3 +425,37 @@ def test_o0_lowers_the_parameters_and_casts_as_o1(tmp_path):
     loss = next(op for op in block.ops if op.type == "softmax_with_cross_entropy")
     assert block.var(loss.input("Logits")[0]).dtype == gradc.VarType.FP32
     assert [op.type for op in block.ops].count("check_finite_and_unscale") == 1
+
+
+def test_a_cond_below_o2_keeps_its_gradient(tmp_path):
+    """O1: Paddle casts the float16 input of each branch's conditional_block to float32, which the branches never
+    read, so conditional_block_grad hands back no gradient for it: its program never moves the first Linear. gradc
+    casts no input of a control-flow op (Paddle's program otherwise, the branches' casts too) and trains it."""
+    case = "cond_o1_float16_adam"
+    ours, paddles = _compiled(case, tmp_path), _program(case, "train")
+    for block, theirs in zip(ours.blocks[1:], paddles.blocks[1:]):
+        assert _slots(block) == _slots(theirs), block.idx
+    conds = [(op, theirs) for op, theirs in zip(ours.global_block.ops, paddles.global_block.ops)
+             if op.type == "conditional_block"]
+    assert all("linear_0.tmp_1" in op.input("Input") for op, _ in conds)
+    assert all("linear_0.tmp_1.cast_fp32" in theirs.input("Input") for _, theirs in conds)
+    assert [[name for name in op.input("Input") if name != "linear_0.tmp_1"] for op, _ in conds] == \
+        [[name for name in theirs.input("Input") if name != "linear_0.tmp_1.cast_fp32"] for _, theirs in conds]
+    types, their_types = [op.type for op in ours.global_block.ops], _meta(case)["ops_train"]
+    assert types.count("cast") == their_types.count("cast") - 1   # Paddle's cast of that input's gradient
+    _, _, state = _train(ours, case)
+    _, _, their_state = _train(paddles, case)
+    with np.load(DATA / case / "init.npz") as init:
+        for name in ("linear_0.w_0", "linear_0.b_0"):
+            np.testing.assert_array_equal(their_state[name], init[name])
+            assert np.abs(state[name] - init[name]).max() > 1e-3, name
+
+
+@pytest.mark.parametrize("level", ["O1", "OD", "O0"])
+def test_a_while_loop_below_o2_is_one_line(level, tmp_path):
+    out = tmp_path / "train.pb"
+    done = gradc_cli("compile", _forward_file("loop_o2_float16_adam", tmp_path), "-o", out, "--optimizer", "sgd",
+                     "--amp", level)
+    assert done.returncode == 1 and not out.exists()
+    assert done.stderr == (f"gradc: error: pass 'amp': block 0, op 5 (while): a while loop compiles at level O2 only "
+                           f"(at {level} Paddle's decorate writes a loop body that reads a cast made after the loop)\n")

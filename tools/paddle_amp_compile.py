@@ -5,14 +5,15 @@ for it, with the numbers Paddle's training of it gives.
 Models: mlp (Linear 8 -> 16, relu, Linear 16 -> 4, cross_entropy), cnn (Conv2D 1 -> 4, BatchNorm2D, relu,
 max_pool2d, flatten, Linear 64 -> 3, cross_entropy), block (Linear 8 -> 16, LayerNorm, softmax(h h^T / 4) h,
 Linear + gelu, Linear to 1, mse_loss) and zoo (Embedding, Linear, tanh, transpose, exp, concat, gelu, split,
-sigmoid, multiply, reshape, Linear, mse_loss: the lists' corners). Cases: (model, level, dtype, optimizer, the steps
-whose batch holds an inf).
+sigmoid, multiply, reshape, Linear, mse_loss: the lists' corners), cond (paddle.static.nn.cond of two branches) and
+loop (paddle.static.nn.while_loop). Cases: (model, level, dtype, optimizer, the steps whose batch holds an inf).
 
 The casts decorate writes depend on the ops the device runs in the format; a CPU build supports none and casts nothing,
 so train.pb is written as a CUDA build writes it (tools/paddle_gpu_amp_static.py's CudaBuild). Paddle's CPU build
 cannot run those float16 / bfloat16 programs (no float16 matmul_v2 or conv2d kernels, bfloat16 matmul_v2_grad
-crashes), so the numbers are the CPU build's run of the same decorate (float32 with the loss-scaling ops), same seed
-and batches: the loss scale and counters are exact there, losses and weights the reference at the format's precision.
+crashes), so the numbers are the CPU build's run of the same decorate (float32 with the loss-scaling ops; for cond
+and loop at O2 its O1, which computes the same: its O2 program reads a var no op sets), same seed and batches: the
+loss scale and counters are exact there, losses and weights the reference at the format's precision.
 
 Into tests/data/paddle/amp_compile/<case>/: forward.pb.gz (float32, before decorate), train.pb.gz and startup.pb.gz
 (the CUDA build's), init.npz (its persistables after Paddle's startup and, at O2, amp_init), feeds.npz (a batch per
@@ -73,11 +74,31 @@ def zoo(ids, y):
     return F.mse_loss(paddle.nn.Linear(32, 1)(mixed), y)
 
 
+def cond(x, y):
+    """paddle.static.nn.cond: a conditional_block per branch (Linear and relu, or tanh and scale), joined by
+    select_input; which runs depends on the batch."""
+    hidden, inner = paddle.nn.Linear(8, 16)(x), paddle.nn.Linear(16, 16)
+    out = paddle.static.nn.cond(paddle.mean(hidden) > 0, lambda: F.relu(inner(hidden)),
+                                lambda: paddle.tanh(hidden) * 2.0)
+    return F.mse_loss(paddle.nn.Linear(16, 1)(out), y)
+
+
+def loop(x, y):
+    """paddle.static.nn.while_loop: three steps of tanh(Linear(h)) in a while op's block."""
+    hidden, inner = paddle.nn.Linear(8, 16)(x), paddle.nn.Linear(16, 16)
+    limit = paddle.full([1], 3, "int64")
+    _, hidden = paddle.static.nn.while_loop(lambda i, h: i < limit, lambda i, h: (i + 1, paddle.tanh(inner(h))),
+                                            [paddle.full([1], 0, "int64"), hidden])
+    return F.mse_loss(paddle.nn.Linear(16, 1)(hidden), y)
+
+
 # model -> (its function, x: (shape, dtype, classes), y: (shape, dtype, classes)); classes None: normal floats
 MODELS = {"mlp": (mlp, ([-1, 8], "float32", None), ([-1, 1], "int64", 4)),
           "cnn": (cnn, ([-1, 1, 8, 8], "float32", None), ([-1, 1], "int64", 3)),
           "block": (block, ([-1, 6, 8], "float32", None), ([-1, 6, 1], "float32", None)),
-          "zoo": (zoo, ([-1, 4], "int64", 10), ([-1, 1], "float32", None))}
+          "zoo": (zoo, ([-1, 4], "int64", 10), ([-1, 1], "float32", None)),
+          "cond": (cond, ([-1, 8], "float32", None), ([-1, 1], "float32", None)),
+          "loop": (loop, ([-1, 8], "float32", None), ([-1, 1], "float32", None))}
 CASES = {
     "mlp_o1_float16_adam": ("mlp", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (2, 3)),
     "cnn_o1_float16_momentum": ("cnn", "O1", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (3,)),
@@ -95,6 +116,9 @@ CASES = {
     "mlp_o0_float16_adam": ("mlp", "O0", "float16", lambda: paddle.optimizer.Adam(0.01), (2,)),
     "block_o2_float16_master_adam": ("block", "O2", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
     "zoo_o2_bfloat16_master_sgd": ("zoo", "O2", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),
+    "cond_o1_float16_adam": ("cond", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (2,)),
+    "cond_o2_float16_sgd": ("cond", "O2", "float16", lambda: paddle.optimizer.SGD(0.1), (3,)),
+    "loop_o2_float16_adam": ("loop", "O2", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
 }
 CUSTOM = {   # case -> decorate's custom lists (amp_lists=CustomOpLists(...))
     "zoo_o1_float16_custom_adam": {"custom_white_list": ["exp"], "custom_black_list": ["tanh", "matmul_v2"]},
@@ -105,6 +129,8 @@ MASTER_GRAD = {"block_o2_float16_master_adam", "zoo_o2_bfloat16_master_sgd"}   #
 
 def programs(case: str, cuda: bool):
     model, level, dtype, make, _ = CASES[case]
+    if model in ("cond", "loop") and not cuda:   # the CPU build's O2 program of a sub-block reads an unset var;
+        level = "O1"                             # float32 throughout, its O1 computes the same
     build, (x_shape, x_dtype, _), (y_shape, y_dtype, _) = MODELS[model]
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = SEED
@@ -149,7 +175,7 @@ def cpu_run(main, startup, loss: str, feeds: list[dict]) -> tuple[dict, dict | N
                     var = scope.find_var(name)
                     if var is not None:
                         record[name].append(np.asarray(var.get_tensor()).reshape(-1)[0].item())
-        except NotImplementedError as error:
+        except (NotImplementedError, RuntimeError) as error:   # no kernel, or (a cond at O2) no value for an input
             return {"cpu_error": next(line.strip() for line in str(error).splitlines() if "Error:" in line)}, None
         return record, Persistables(main, scope).read()
 

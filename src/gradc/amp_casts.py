@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
-from .ir import FLOAT_DTYPES, Block, OpDesc, VarType, roles
+from .ir import FLOAT_DTYPES, Block, OpDesc, Program, VarType, roles
 from .optimizers.emit import complete
 from .registry import make_op
 
+CONTROL_FLOW = frozenset({"conditional_block", "while"})   # ops that run a sub-block
 TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
 
 WHITE = frozenset({"conv2d", "einsum", "matmul", "matmul_v2", "linear_v2", "max_pool2d_with_index", "mul",
@@ -107,35 +108,42 @@ def keeps_float32_output(op_type: str, slot: str) -> bool:
     return False
 
 
-def rewrite(block: Block, level: str, low: int, lists: AmpLists) -> int:
-    """Give each op its format, the vars it writes their dtype, and insert the casts; the number of casts."""
+def rewrite(program: Program, level: str, low: int, lists: AmpLists) -> int:
+    """Give each op of every block its format, the vars it writes their dtype, and insert the casts, block by block
+    (a sub-block's cast reuses a cast of its parents' of the same name, as Paddle's); the number of casts. At O1, OD
+    and O0 a control-flow op (conditional_block, while) takes no format: Paddle casts its inputs there, which its
+    sub-block never reads (docs/optimizers.md, section 12)."""
     if level in ("O0", "O2"):   # decorate's set_param_dtype lowers the parameters at every level but O1 and OD
-        _lower_parameters(block, low, lists)
-    writers = {name: op for op in block.ops for name in op.output_names()}   # Paddle's var.op: the last writer
+        _lower_parameters(program, low, lists)
+    # Paddle's var.op: the last writer, blocks in order
+    writers = {name: op for block in program.blocks for op in block.ops for name in op.output_names()}
     high_ops, low_ops = set(), set()
-    for op in list(block.ops):
-        if not _takes_format(block, op):
-            continue
-        if _kept_float32(op, lists) or op.type in lists.black:
-            high_ops.add(id(op))
-            _set_outputs(block, op, VarType.FP32)
-        elif op.type in lists.white:
-            low_ops.add(id(op))
-            _set_outputs(block, op, low)
-        elif op.type == "cast":
-            op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
-            block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
-        else:
-            fmt = low if level == "O2" else _follow(block, op, writers, high_ops, low_ops, lists, low)
-            (low_ops if fmt == low else high_ops).add(id(op))
-            _set_outputs(block, op, fmt)
-    casts, idx = 0, 0
-    while idx < len(block.ops):
-        op = block.ops[idx]
-        added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
-                 _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
-        casts += added
-        idx += added + 1
+    for block in program.blocks:
+        for op in list(block.ops):
+            if not _takes_format(block, op) or (level != "O2" and op.type in CONTROL_FLOW):
+                continue
+            if _kept_float32(op, lists) or op.type in lists.black:
+                high_ops.add(id(op))
+                _set_outputs(block, op, VarType.FP32)
+            elif op.type in lists.white:
+                low_ops.add(id(op))
+                _set_outputs(block, op, low)
+            elif op.type == "cast":
+                op.set_attr("in_dtype", int(block.var(op.input("X")[0]).dtype))
+                block.var(op.output("Out")[0]).dtype = op.attr("out_dtype")
+            else:
+                fmt = low if level == "O2" else _follow(block, op, writers, high_ops, low_ops, lists, low)
+                (low_ops if fmt == low else high_ops).add(id(op))
+                _set_outputs(block, op, fmt)
+    casts = 0
+    for block in program.blocks:
+        idx = 0
+        while idx < len(block.ops):
+            op = block.ops[idx]
+            added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
+                     _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
+            casts += added
+            idx += added + 1
     return casts
 
 
@@ -144,15 +152,15 @@ def _kept_float32(op: OpDesc, lists: AmpLists) -> bool:
     return op.type in lists.forced or any("learning_rate" in name for name in op.input_names() + op.output_names())
 
 
-def _lower_parameters(block: Block, low: int, lists: AmpLists) -> None:
-    """O2: every parameter in the low format but those an op kept float32 reads, and a normalisation op's scale and
-    bias."""
+def _lower_parameters(program: Program, low: int, lists: AmpLists) -> None:
+    """O2 and O0: every parameter in the low format but those an op kept float32 reads, and a normalisation op's
+    scale and bias."""
     kept = set()
-    for op in block.ops:
+    for op in (op for block in program.blocks for op in block.ops):
         if op.type not in lists.black:
             kept.update(name for slot, args in op.inputs.items()
                         if _kept_float32(op, lists) or keeps_float32_input(op.type, slot) for name in args)
-    for name, var in block.vars.items():
+    for name, var in program.global_block.vars.items():
         if var.is_parameter and name not in kept:
             var.dtype = low
 

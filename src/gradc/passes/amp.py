@@ -134,9 +134,12 @@ class AmpPass(Pass):
         if any(roles.has_role(op, roles.BACKWARD) for op in program.global_block.ops):
             raise self.fail("the program already has backward ops: give the forward program (the pass appends the "
                             "backward of the scaled loss itself)")
-        if len(program.blocks) > 1:
-            raise self.fail(f"the program has {len(program.blocks)} blocks: mixed precision rewrites block 0 only, and "
-                            f"control flow (conditional_block, while) is not supported")
+        loop = next(((block.idx, idx) for block in program.blocks for idx, op in enumerate(block.ops)
+                     if op.type == "while"), None)
+        if loop is not None and self.options.level != "O2":
+            raise self.fail(f"block {loop[0]}, op {loop[1]} (while): a while loop compiles at level O2 only (at "
+                            f"{self.options.level} Paddle's decorate writes a loop body that reads a cast made after "
+                            f"the loop)")
         if len(self.backward.losses) > 1:
             raise self.fail("one loss only: decorate scales a single loss")
 
@@ -154,9 +157,9 @@ class AmpPass(Pass):
         if options.master_grad and options.level != "O2":
             warnings.warn(f"master_grad is for level O2 only: at {options.level} decorate ignores it, as gradc does",
                           GradcWarning, stacklevel=2)
-        self.casts = rewrite(block, options.level, LOW[options.dtype], options.lists())
+        self.casts = rewrite(program, options.level, LOW[options.dtype], options.lists())
         scaling = _scaling_vars(block, options) if options.scaled else {}
-        self.backward.losses = [_scaled_loss(block, self.loss, scaling)]
+        self.backward.losses = [_scaled_loss(program, self.loss, scaling)]
         pairs = self.backward(program)
         self.backward.losses, self.backward.losses_used = [self.loss], [self.loss]
         self.memory_results = {memory.name: memory(program) for memory in self.memory}
@@ -190,8 +193,8 @@ class AmpPass(Pass):
 
     def ensures(self, program: Program) -> None:
         """No op of the white list reads a float32 tensor, none of the black list a low-precision one."""
-        block, low, lists = program.global_block, LOW[self.options.dtype], self.options.lists()
-        for idx, op in enumerate(block.ops):
+        low, lists = LOW[self.options.dtype], self.options.lists()
+        for block, idx, op in ((each, idx, op) for each in program.blocks for idx, op in enumerate(each.ops)):
             if roles.has_role(op, roles.BACKWARD) or roles.has_role(op, roles.OPTIMIZE):
                 continue
             if op.type == "cast" or any("learning_rate" in name for name in op.input_names()):   # as in Paddle
@@ -206,22 +209,31 @@ class AmpPass(Pass):
                     if var is not None and var.dtype == wrong and not (
                             wrong == VarType.FP32 and keeps_float32_input(op.type, slot)):
                         listed = "white" if wrong == VarType.FP32 else "black"
-                        raise self.fail(f"block 0, op {idx} ({op.type}, on the {listed} list) reads {name} as "
-                                        f"{dtype_name(wrong)}")
+                        raise self.fail(f"block {block.idx}, op {idx} ({op.type}, on the {listed} list) reads {name} "
+                                        f"as {dtype_name(wrong)}")
 
 
-def _scaled_loss(block: Block, loss: str, scaling: dict[str, str]) -> str:
+def _scaled_loss(program: Program, loss: str, scaling: dict[str, str]) -> str:
     """The loss the backward starts from: ``loss`` (cast to float32 where it is not: O2's) times loss_scaling_0."""
+    block = program.global_block
     if block.var(loss).dtype != VarType.FP32:
-        loss = append_cast(block, loss, block.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
+        loss = append_cast(block, loss, _unused_tmp(program), VarType.FP32, len(block.ops))
     if not scaling:
         return loss
-    scaled = block.create_var(block.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
+    scaled = block.create_var(_unused_tmp(program), block.var(loss).shape or [1], VarType.FP32).name
     mul = complete(make_op("elementwise_mul", {"X": [loss], "Y": [scaling["loss_scaling"]]}, {"Out": [scaled]},
                            {"axis": -1, "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0}))
     roles.set_role(mul, roles.FORWARD)
     block.ops.append(mul)
     return scaled
+
+
+def _unused_tmp(program: Program) -> str:
+    """The first ``tmp_N`` no block declares: Paddle's unique names count the sub-blocks' temporaries too."""
+    n = 0
+    while any(f"tmp_{n}" in block.vars for block in program.blocks):
+        n += 1
+    return f"tmp_{n}"
 
 
 def _round_parameters(program: Program, startup: Program) -> None:
