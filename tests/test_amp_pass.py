@@ -63,7 +63,7 @@ def _arguments(case: str) -> list[str]:
     static = ["--static-loss-scaling"] if meta["dtype"] == "bfloat16" else []   # as the tool's decorate
     lists = [f"--{name.replace('_', '-')}={op_type}" for name, op_types in meta["lists"].items()
              for op_type in op_types]
-    master = ["--master-grad"] if meta.get("master_grad") else []
+    master = ["--master-grad"] if meta["master_grad"] else []
     return ["--optimizer", optimizer, *OPTIMIZERS[optimizer], "--amp", meta["level"], "--amp-dtype", meta["dtype"],
             *scaling, *static, *lists, *master]
 
@@ -203,7 +203,7 @@ def test_it_trains_to_paddles_numbers(case):
                  "sgd": make_optimizer("sgd", learning_rate=0.1),
                  "adamw": make_optimizer("adamw", learning_rate=0.01, weight_decay=0.05)}[case.rsplit("_", 1)[1]]
     options = AmpOptions(meta["level"], meta["dtype"], use_dynamic_loss_scaling=meta["dtype"] == "float16",
-                         master_grad=meta.get("master_grad", False), **meta["options"],
+                         master_grad=meta["master_grad"], **meta["options"],
                          **{name: tuple(op_types) for name, op_types in meta["lists"].items()})
     startup = AmpPass(options, BackwardPass(), optimizer)(program)
     assert {op.output("Out")[0] for op in startup.global_block.ops} >= {"loss_scaling_0", "learning_rate_0"}
@@ -459,3 +459,21 @@ def test_a_while_loop_below_o2_is_one_line(level, tmp_path):
     assert done.returncode == 1 and not out.exists()
     assert done.stderr == (f"gradc: error: pass 'amp': block 0, op 5 (while): a while loop compiles at level O2 only "
                            f"(at {level} Paddle's decorate writes a loop body that reads a cast made after the loop)\n")
+
+
+def test_the_loss_of_a_master_grad_program(tmp_path):
+    """master_grad's casts carry the forward's role after the backward, and the bias of shape [1] makes a float
+    scalar of the loss's gradients: the loss is still the one gradc train and info report, not an inner objective."""
+    from gradc.training.history import default_fetch
+
+    case = "block_o2_float16_master_adam"
+    for program in (_compiled(case, tmp_path), _program(case, "train")):
+        assert default_fetch(program) == [_meta(case)["loss"]]
+
+
+def test_master_grad_below_o2_changes_nothing_as_in_decorate():
+    programs = [_program("mlp_o1_float16_adam", "forward") for _ in range(2)]
+    AmpPass(AmpOptions("O1"), BackwardPass(), make_optimizer("adam"))(programs[0])
+    with pytest.warns(gradc.GradcWarning, match="master_grad is for level O2 only: at O1 decorate ignores it"):
+        AmpPass(AmpOptions("O1", master_grad=True), BackwardPass(), make_optimizer("adam"))(programs[1])
+    assert _normalised(programs[0]) == _normalised(programs[1])

@@ -12,15 +12,18 @@ The casts decorate writes depend on the ops the device runs in the format; a CPU
 so train.pb is written as a CUDA build writes it (tools/paddle_gpu_amp_static.py's CudaBuild). Paddle's CPU build
 cannot run those float16 / bfloat16 programs (no float16 matmul_v2 or conv2d kernels, bfloat16 matmul_v2_grad
 crashes), so the numbers are the CPU build's run of the same decorate (float32 with the loss-scaling ops; for cond
-and loop at O2 its O1, which computes the same: its O2 program reads a var no op sets), same seed and batches: the
-loss scale and counters are exact there, losses and weights the reference at the format's precision.
+and loop at O2 its O1, which computes the same: its O2 program stops, "Tensor holds no memory"), same seed and
+batches: the loss scale and counters are exact there, losses and weights the reference at the format's precision.
 
 Into tests/data/paddle/amp_compile/<case>/: forward.pb.gz (float32, before decorate), train.pb.gz and startup.pb.gz
 (the CUDA build's), init.npz (its persistables after Paddle's startup and, at O2, amp_init), feeds.npz (a batch per
 step), final.npz (the CPU build's persistables after the last step), meta.json (losses, loss scale and counters per
 step, options, the loss's name). Not part of the package: it needs paddlepaddle.
 
-    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_amp_compile.py [case ...]
+    PYTHONHASHSEED=0 FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_amp_compile.py
+
+(the hash seed: cond orders a branch's inputs as a set; all cases in one run: the optimizers' name scopes count
+across them).
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ MASTER_GRAD = {"block_o2_float16_master_adam", "zoo_o2_bfloat16_master_sgd"}   #
 
 def programs(case: str, cuda: bool):
     model, level, dtype, make, _ = CASES[case]
-    if model in ("cond", "loop") and not cuda:   # the CPU build's O2 program of a sub-block reads an unset var;
+    if model in ("cond", "loop") and not cuda:   # the CPU build's O2 program with a sub-block stops (no memory);
         level = "O1"                             # float32 throughout, its O1 computes the same
     build, (x_shape, x_dtype, _), (y_shape, y_dtype, _) = MODELS[model]
     main, startup = paddle.static.Program(), paddle.static.Program()

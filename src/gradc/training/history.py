@@ -50,9 +50,12 @@ def default_fetch(program: Program) -> list[str]:
 def inner_objectives(block) -> set[str]:
     """The losses (marked by op_role, or seeded by a backward's ones) from whose gradients the forward computes another
     float scalar: `paddle.static.gradients` seeds the loss it differentiates (MAML's support loss, a critic's output
-    under a gradient penalty), and the scalar computed from those gradients is the program's loss, not it."""
+    under a gradient penalty), and the scalar computed from those gradients is the program's loss, not it. A scalar
+    the updates read is a gradient, not an objective (paddle.static.amp's master_grad casts with the forward's role)."""
     inner, started, since = set(), [], {}   # since: var -> the losses whose gradients it is computed from
-    for op, kind in zip(block.ops, op_kinds(block)):
+    kinds = op_kinds(block)
+    updated_from = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.input_names()}
+    for op, kind in zip(block.ops, kinds):
         role = op.attrs.get("op_role")
         if kind == BACKWARD:
             if is_backward_seed(op):
@@ -64,7 +67,8 @@ def inner_objectives(block) -> set[str]:
             for name in op.output_names() if sources else ():
                 since[name] = tuple(sources)
                 var = block.find_var(name)
-                if (var is not None and not var.persistable and var.dtype in FLOAT_DTYPES and var.shape in ([], [1])):
+                if (var is not None and not var.persistable and var.dtype in FLOAT_DTYPES and var.shape in ([], [1])
+                        and name not in updated_from):
                     inner.update(sources)
             if isinstance(role, int) and role & roles.LOSS:
                 started.extend(op.output_names())
