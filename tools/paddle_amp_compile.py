@@ -122,6 +122,7 @@ CASES = {
     "cond_o1_float16_adam": ("cond", "O1", "float16", lambda: paddle.optimizer.Adam(0.01), (2,)),
     "cond_o2_float16_sgd": ("cond", "O2", "float16", lambda: paddle.optimizer.SGD(0.1), (3,)),
     "loop_o2_float16_adam": ("loop", "O2", "float16", lambda: paddle.optimizer.Adam(0.01), (3,)),
+    "loop_o1_float16_sgd": ("loop", "O1", "float16", lambda: paddle.optimizer.SGD(0.1), (2,)),
 }
 CUSTOM = {   # case -> decorate's custom lists (amp_lists=CustomOpLists(...))
     "zoo_o1_float16_custom_adam": {"custom_white_list": ["exp"], "custom_black_list": ["tanh", "matmul_v2"]},

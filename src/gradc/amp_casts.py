@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .ir import FLOAT_DTYPES, Block, OpDesc, Program, VarType, roles
 from .optimizers.emit import complete
-from .registry import make_op
+from .registry import make_op, sub_block
 
 CONTROL_FLOW = frozenset({"conditional_block", "while"})   # ops that run a sub-block
 TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
@@ -117,12 +117,13 @@ def rewrite(program: Program, level: str, low: int, lists: AmpLists) -> int:
         _lower_parameters(program, low, lists)
     # Paddle's var.op: the last writer, blocks in order
     writers = {name: op for block in program.blocks for op in block.ops for name in op.output_names()}
+    carried = _loop_carried(program) if level != "O2" else set()
     high_ops, low_ops = set(), set()
     for block in program.blocks:
         for op in list(block.ops):
             if not _takes_format(block, op) or (level != "O2" and op.type in CONTROL_FLOW):
                 continue
-            if _kept_float32(op, lists) or op.type in lists.black:
+            if _kept_float32(op, lists) or op.type in lists.black or carried.intersection(op.output_names()):
                 high_ops.add(id(op))
                 _set_outputs(block, op, VarType.FP32)
             elif op.type in lists.white:
@@ -137,14 +138,34 @@ def rewrite(program: Program, level: str, low: int, lists: AmpLists) -> int:
                 _set_outputs(block, op, fmt)
     casts = 0
     for block in program.blocks:
-        idx = 0
+        idx, later = 0, _written_after_owner(program, block)
         while idx < len(block.ops):
             op = block.ops[idx]
-            added = (_cast_inputs(block, op, idx, VarType.FP32, low) if id(op) in low_ops else
-                     _cast_inputs(block, op, idx, low, VarType.FP32) if id(op) in high_ops else 0)
+            added = (_cast_inputs(block, op, idx, VarType.FP32, low, later) if id(op) in low_ops else
+                     _cast_inputs(block, op, idx, low, VarType.FP32, later) if id(op) in high_ops else 0)
             casts += added
             idx += added + 1
     return casts
+
+
+def _loop_carried(program: Program) -> set[str]:
+    """The vars a while loop's body writes that its parent block writes too (its carried values): one dtype whichever
+    op writes them, float32 (Paddle's outer writer and body disagree, gradc's do not)."""
+    carried = set()
+    for block in program.blocks:
+        for op in (op for op in block.ops if op.type == "while"):
+            body = program.blocks[sub_block(op)]
+            inside = {name for inner in body.ops for name in inner.output_names() if name not in body.vars}
+            carried |= inside & {name for other in block.ops if other is not op for name in other.output_names()}
+    return carried
+
+
+def _written_after_owner(program: Program, block: Block) -> set[str]:
+    """The vars the parent block writes after the op that runs ``block``: a cast there is no value for it (Paddle
+    reuses it, and its loop body reads the cast its parent makes after the loop)."""
+    parent = block.parent
+    owner = next((idx for idx, op in enumerate(parent.ops) if sub_block(op) == block.idx), None) if parent else None
+    return set() if owner is None else {name for op in parent.ops[owner + 1:] for name in op.output_names()}
 
 
 def _kept_float32(op: OpDesc, lists: AmpLists) -> bool:
@@ -213,9 +234,9 @@ def _set_outputs(block: Block, op: OpDesc, dtype: int) -> None:
                 var.dtype = dtype
 
 
-def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -> int:
+def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int, later: Container[str]) -> int:
     """Cast the op's ``source`` inputs to ``target`` in front of it (each cast once: ``x.cast_fp16`` serves every
-    later reader); the casts inserted."""
+    later reader, but not one of a parent block made after the sub-block runs: ``later``); the casts inserted."""
     inserted = 0
     for slot in sorted(op.inputs):   # Paddle's slots are a sorted map; each cast goes in front of the one before
         if source == VarType.FP32 and keeps_float32_input(op.type, slot):
@@ -225,7 +246,7 @@ def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int) -
             if var is None or var.type not in TENSORS or var.dtype == target:
                 continue
             cast_name = name + (".cast_fp32" if target == VarType.FP32 else ".cast_fp16")
-            cast_var = block.find_var(cast_name)
+            cast_var = block.find_var(cast_name) if cast_name in block.vars or cast_name not in later else None
             if cast_var is None or cast_var.dtype != target:
                 if var.dtype != source:
                     continue

@@ -134,12 +134,6 @@ class AmpPass(Pass):
         if any(roles.has_role(op, roles.BACKWARD) for op in program.global_block.ops):
             raise self.fail("the program already has backward ops: give the forward program (the pass appends the "
                             "backward of the scaled loss itself)")
-        loop = next(((block.idx, idx) for block in program.blocks for idx, op in enumerate(block.ops)
-                     if op.type == "while"), None)
-        if loop is not None and self.options.level != "O2":
-            raise self.fail(f"block {loop[0]}, op {loop[1]} (while): a while loop compiles at level O2 only (at "
-                            f"{self.options.level} Paddle's decorate writes a loop body that reads a cast made after "
-                            f"the loop)")
         if len(self.backward.losses) > 1:
             raise self.fail("one loss only: decorate scales a single loss")
 
