@@ -110,9 +110,10 @@ def keeps_float32_output(op_type: str, slot: str) -> bool:
 
 def rewrite(program: Program, level: str, low: int, lists: AmpLists) -> int:
     """Give each op of every block its format, the vars it writes their dtype, and insert the casts, block by block
-    (a sub-block's cast reuses a cast of its parents' of the same name, as Paddle's); the number of casts. At O1, OD
-    and O0 a control-flow op (conditional_block, while) takes no format: Paddle casts its inputs there, which its
-    sub-block never reads (docs/optimizers.md, section 12)."""
+    (a sub-block reuses a cast of the same name its parent makes before running it, as Paddle's); the number of
+    casts. At O1, OD and O0 a control-flow op (conditional_block, while) takes no format (Paddle casts its inputs,
+    which its sub-block never reads) and the values a while loop carries are float32 whichever op writes them
+    (docs/optimizers.md, section 12)."""
     if level in ("O0", "O2"):   # decorate's set_param_dtype lowers the parameters at every level but O1 and OD
         _lower_parameters(program, low, lists)
     # Paddle's var.op: the last writer, blocks in order
