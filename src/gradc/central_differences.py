@@ -79,3 +79,30 @@ def settled(f, value: np.ndarray, eps: float, indices: np.ndarray, analytic: np.
     numeric = numeric.copy()
     numeric[missing[curving]] = finest[curving]
     return numeric
+
+
+def kinks(f, value: np.ndarray, eps: float, indices: np.ndarray, analytic: np.ndarray, numeric: np.ndarray,
+          rtol: float, atol: float) -> dict[int, tuple[float, float]]:
+    """{position in ``indices``: (left, right) one-sided differences} of the elements where ``analytic`` misses
+    ``numeric`` because f has no derivative there: the two sides differ by a jump that does not shrink from step eps
+    to eps/100 (a smooth f's shrinks with the step; a wrong gradient has none): a relu at exactly 0 (a black pixel
+    under a zero bias), a max's tie. Central differences there are the mean of the two sides, no derivative."""
+    missing = np.flatnonzero(~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric)))
+    if missing.size == 0 or np.iscomplexobj(value):
+        return {}
+    flat, at = _flat(value), f()
+    found = {}
+    for k in missing:
+        original, sides = flat[indices[k]], []
+        for step in (eps, eps / 100):
+            flat[indices[k]] = original + step
+            plus = f()
+            flat[indices[k]] = original - step
+            minus = f()
+            flat[indices[k]] = original
+            sides.append(((at - minus) / step, (plus - at) / step))
+        (left, right), (finer_left, finer_right) = sides
+        jump = abs(finer_right - finer_left)
+        if jump > 10 * (atol + rtol * abs(numeric[k])) and jump >= abs(right - left) / 2:
+            found[int(k)] = (float(finer_left), float(finer_right))
+    return found

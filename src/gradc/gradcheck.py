@@ -9,20 +9,20 @@ registered maker and runs it; then perturbs each input element by +-eps and comp
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint, resolve_loss
 from .backward.names import GradNames
-from .central_differences import directional_derivatives, numeric_grad, random_directions, settled
+from .central_differences import directional_derivatives, kinks, numeric_grad, random_directions, settled
 from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .executor.randomness import same_draws
 from .float64_copies import float64_copy
-from .gradcheck_verdicts import Mismatch, directional_verdict, element_mismatch
+from .gradcheck_verdicts import Kink, Mismatch, directional_verdict, element_mismatch, element_verdict
 from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_name, grad_name, to_var_type
 from .optimizers.base import last_gradients
 
@@ -145,6 +145,7 @@ class VarCheck:
     max_abs_error: float
     mismatch: Mismatch | None
     directions: int = 0     # compared along that many random directions instead (checked is then 0)
+    kinks: list[Kink] = field(default_factory=list)   # elements where the loss has no derivative, not compared
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
@@ -249,11 +250,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         numeric = numeric_grad(objective, value, eps, indices)
         computed = np.asarray(analytic[name], dtype=numeric.dtype).reshape(-1)[indices]
         numeric = settled(objective, value, eps, indices, computed, numeric, rtol, atol)
-        mismatch = element_mismatch(name, computed, numeric, rtol, atol)
-        if mismatch is not None:  # report the index in the var's own shape
-            mismatch.index = tuple(int(i) for i in np.unravel_index(indices[mismatch.index[0]], value.shape))
-        checks.append(VarCheck(name, len(indices), value.size, float(np.abs(computed - numeric).max(initial=0)),
-                               mismatch))
+        kinked = kinks(objective, value, eps, indices, computed, numeric, rtol, atol)
+        error, mismatch, at_kinks = element_verdict(name, computed, numeric, indices, value.shape, kinked, rtol, atol)
+        checks.append(VarCheck(name, len(indices), value.size, error, mismatch, kinks=at_kinks))
     return analytic, checks
 
 

@@ -18,6 +18,15 @@ class Mismatch:
     direction: int | None = None   # the random direction it was found along, or None: at an element
 
 
+@dataclass
+class Kink:
+    """An element where the loss has no derivative (central_differences.kinks): its sides' slopes, not compared."""
+    index: tuple
+    compiled: float
+    left: float
+    right: float
+
+
 def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
                         atol: float) -> tuple[float, Mismatch | None]:
     """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences."""
@@ -45,6 +54,19 @@ def element_mismatch(name, analytic, numeric, rtol, atol) -> Mismatch | None:
     index = np.unravel_index(np.argmax(np.where(bad, error, -1)), numeric.shape)
     return Mismatch(name, float(error.max()), tuple(int(i) for i in index),
                     float(analytic[index]), float(numeric[index]))
+
+
+def element_verdict(name, computed, numeric, indices, shape, kinked: dict, rtol, atol):
+    """(the largest |computed - numeric| of the elements compared, the worst Mismatch, the Kinks), indices in the
+    var's own ``shape``: an element at a kink (``kinked``, central_differences.kinks) is reported, not compared."""
+    def place(k: int) -> tuple:
+        return tuple(int(i) for i in np.unravel_index(indices[k], shape))
+    compared = np.setdiff1d(np.arange(len(indices)), list(kinked))
+    mismatch = element_mismatch(name, computed[compared], numeric[compared], rtol, atol)
+    if mismatch is not None:
+        mismatch.index = place(compared[mismatch.index[0]])
+    found = [Kink(place(k), float(computed[k]), left, right) for k, (left, right) in kinked.items()]
+    return float(np.abs(computed[compared] - numeric[compared]).max(initial=0)), mismatch, found
 
 
 def complex_pairs(values: np.ndarray) -> np.ndarray:

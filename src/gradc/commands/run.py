@@ -24,7 +24,8 @@ from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
 from .run_feeds import feed_arrays, model_inputs, naming_feed
-from .run_reports import checked_document, dense_array, fetched, mismatch_place, precision_document, summary_line
+from .run_reports import (checked_document, dense_array, fetched, kinks_said, mismatch_place, precision_document,
+                          summary_line)
 
 
 def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
@@ -247,7 +248,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     for c in checks:
         m = c.mismatch
         verdict = ("ok" if m is None else
-                   f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}")
+                   f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}") + kinks_said(c)
         compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]

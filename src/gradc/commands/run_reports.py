@@ -51,6 +51,15 @@ def mismatch_place(mismatch) -> str:
     return f"along direction {mismatch.direction}" if mismatch.direction is not None else f"at {list(mismatch.index)}"
 
 
+def kinks_said(check) -> str:
+    """What a check's row adds for the elements at a kink (gradcheck.VarCheck.kinks), which it does not compare."""
+    if not check.kinks:
+        return ""
+    first = check.kinks[0]
+    return (f"; {len(check.kinks)} at a kink, not compared (no derivative: the loss's slopes on either side differ), "
+            f"e.g. {list(first.index)}: left {first.left:.6g}, right {first.right:.6g}, compiled {first.compiled:.6g}")
+
+
 def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float) -> dict:
     """`gradc check --json`: the losses differentiated (``loss`` the one, null with several, whose sum it was), each
     var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
@@ -58,7 +67,9 @@ def checked_document(program: str, losses: list[str], checks, rtol: float, atol:
     for c in checks:
         m = c.mismatch
         record = {"var": c.var, "size": c.size, "checked": c.checked, "directions": c.directions,
-                  "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None}
+                  "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None,
+                  "kinks": [{"index": list(k.index), "compiled": number(k.compiled), "left": number(k.left),
+                             "right": number(k.right)} for k in c.kinks]}
         if m is not None:
             record["mismatch"] = {"index": None if m.direction is not None else list(m.index), "direction": m.direction,
                                   "compiled": number(m.analytic), "numeric": number(m.numeric)}
