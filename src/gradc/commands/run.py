@@ -24,8 +24,15 @@ from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
 from .run_feeds import feed_arrays, model_inputs, naming_feed
-from .run_reports import (checked_document, dense_array, fetched, kinks_said, mismatch_place, precision_document,
-                          summary_line)
+from .run_reports import (
+    checked_document,
+    dense_array,
+    fetched,
+    kinks_said,
+    mismatch_place,
+    precision_document,
+    summary_line,
+)
 
 
 def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
