@@ -14,6 +14,7 @@ from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
+from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
@@ -81,9 +82,10 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         raise click.UsageError("give --train-mode or --test-mode, not both")
     if as_json and is_stdout(output):
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
-    param_lrs = optimizer_settings.pop("param_lrs")
-    if param_lrs and optimizer_settings["optimizer"] is None:
-        raise GradcError("--param-lr: only with --optimizer")
+    param_lrs, param_bounds = optimizer_settings.pop("param_lrs"), optimizer_settings.pop("param_bounds")
+    for given, option in ((param_lrs, "--param-lr"), (param_bounds, "--clip-param")):
+        if given and optimizer_settings["optimizer"] is None:
+            raise GradcError(f"{option}: only with --optimizer")
     amp = amp_options(optimizer_settings)
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
@@ -134,6 +136,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             listed = ", ".join(excluded[:12]) + (f", ... ({len(excluded) - 12} more)" if len(excluded) > 12 else "")
             undecayed = (f"no weight decay on {len(excluded)} of {len(results['backward'])} parameters (--no-decay): "
                          f"{listed}")
+        append_param_clips(prog, parse_bounds(param_bounds, [param for param, _ in results["backward"]]))
         inputs = input_gradients(prog, inputs)   # before anything is written
         problems = [] if no_verify else verify(prog, output)
         if problems:   # gradc's own output: a bug, reported before anything is written

@@ -61,6 +61,10 @@ OPTIONS = [
     click.option("--clip-global-norm", type=float, help="ClipGradByGlobalNorm(clip_norm) on all gradients."),
     click.option("--clip-norm", type=float, help="ClipGradByNorm(clip_norm) on each gradient."),
     click.option("--clip-value", type=float, help="ClipGradByValue(max=V, min=-V) on each gradient."),
+    click.option("--clip-param", "param_bounds", multiple=True, metavar="NAME=MIN,MAX",
+                 help="After every update, clip the parameters whose names match into [MIN, MAX], with ops of the "
+                      "program (an optimised image kept in [0, 1]: 'image=0,1', as paddle.clip after each step). "
+                      "Repeatable."),
     click.option("--l1", type=float, help="L1Decay(coeff) weight decay on every parameter."),
     click.option("--l2", type=float, help="L2Decay(coeff) weight decay on every parameter."),
     click.option("--no-decay", multiple=True, metavar="GLOB",

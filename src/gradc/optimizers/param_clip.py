@@ -1,0 +1,42 @@
+"""`gradc compile --clip-param NAME=MIN,MAX`: after the optimizer's update, clip a parameter into [MIN, MAX] with
+ops of the program, as a Paddle user writes `paddle.assign(paddle.clip(image, 0.0, 1.0), image)` after minimize to
+keep an optimised image a picture (style transfer, DeepDream): every later step starts from the clipped values."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from ..errors import GradcError, closest
+from ..ir import Program
+from .emit import Emitter
+
+
+def parse_bounds(specs, updated: list[str]) -> dict[str, tuple[float, float]]:
+    """{parameter: (min, max)} of the specs (GLOB=MIN,MAX), each matching parameters the optimizer updates."""
+    bounds: dict[str, tuple[float, float]] = {}
+    for spec in specs:
+        pattern, equals, limits = spec.rpartition("=")
+        try:
+            low, high = (float(limit) for limit in limits.split(","))
+        except ValueError:
+            low = high = None
+        if not equals or not pattern or low is None or not low <= high:
+            raise GradcError(f"--clip-param takes NAME=MIN,MAX (numbers, MIN <= MAX), not '{spec}'")
+        matched = [name for name in updated if fnmatch.fnmatchcase(name, pattern)]
+        if not matched:
+            close = closest(pattern, updated)
+            raise GradcError(f"--clip-param {spec}: no parameter the optimizer updates matches {pattern}"
+                             + (f" (did you mean {close}?)" if close else f"; it updates: {', '.join(updated)}"))
+        bounds.update(dict.fromkeys(matched, (low, high)))
+    return bounds
+
+
+def append_param_clips(program: Program, bounds: dict[str, tuple[float, float]]) -> None:
+    """A clip of each parameter into its bounds, then its assign back, after the updates (Paddle's op_role Optimize,
+    as the ops a user appends after minimize run with the step)."""
+    emit = Emitter(program)
+    for name, (low, high) in bounds.items():
+        var = program.global_block.var(name)
+        clipped = emit.temporary(f"{name}.clipped", var.shape, var.dtype)
+        emit.op("clip", {"X": [name]}, {"Out": [clipped]}, {"min": low, "max": high}, role_var=[])
+        emit.op("assign", {"X": [clipped]}, {"Out": [name]}, role_var=[])
