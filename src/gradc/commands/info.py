@@ -58,9 +58,20 @@ def summary(program: str) -> dict:
             "flat_buffers": buffers,
             # trainable=False (a MoCo key encoder, a frozen backbone): parameters no backward gives a gradient
             "frozen_parameters": sorted(var.name for var in params if var.stop_gradient),
+            # of a training program: what its optimizer ops write (a style transfer's image alone, its net frozen)
+            "trained_parameters": _trained(block, params),
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
+
+
+def _trained(block: Block, params: list) -> list[str] | None:
+    """The parameters the optimizer ops write, or None for a program without them."""
+    kinds = op_kinds(block)
+    if OPTIMIZER not in kinds:
+        return None
+    written = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
+    return sorted(var.name for var in params if var.name in written)
 
 
 def _other_persistable(block: Block, persistable: list) -> dict[str, int]:
@@ -85,19 +96,22 @@ def _lines(facts: dict) -> list[str]:
     lines += [f"  {_shown(var)}" for var in facts["inputs"]] or ["  none"]
     if facts["outputs"]:
         lines += ["outputs (fetch ops):", *(f"  {_shown(var)}" for var in facts["outputs"])]
-    params, others = facts["parameters"], facts["other_persistable"]
+    params, others, partly = facts["parameters"], facts["other_persistable"], False
     if facts["parameters_marked"]:
         repeated = ", ".join(f"{name} {size:,}" for name, size in facts["flat_buffers"].items())
-        frozen = len(facts["frozen_parameters"])
+        frozen, trained = len(facts["frozen_parameters"]), facts["trained_parameters"]
+        partly = trained is not None and len(trained) < len(params)   # a frozen net's: which ones move
         lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values"
                      + (f"; {frozen} of them frozen by stop_gradient: no gradient" if frozen else "")
+                     + (f"; only {len(trained)} trained by the optimizer ops, marked *" if partly else "")
                      + (f"; RNN flat buffers repeating their cells' values: {repeated}" if repeated else "") + ")"
                      + (f"; other persistable vars: {others} ({_listed(facts['other_persistable_kinds'])})"
                         if others else ""))
     else:
         lines.append(f"persistable vars (the values --params gives): {len(params)} ({facts['parameter_values']:,} "
                      f"values)")
-    lines += [f"  {_shown(var)}" for var in params[:LISTED]]
+    marked = set(facts["trained_parameters"] or ()) if facts["parameters_marked"] and partly else set()
+    lines += [f"  {_shown(var)}{'  *' if var['name'] in marked else ''}" for var in params[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
     lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
