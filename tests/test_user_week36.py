@@ -168,7 +168,7 @@ def test_check_of_the_input_gradient_reports_kinks_not_mismatches(files):
 
 def test_a_kink_is_told_from_a_wrong_gradient():
     """|x| at 0 is a kink (slopes -1 and 1); a smooth function's wrong gradient (x^2 at 0.5, claimed 2) is none."""
-    from gradc.central_differences import kinks   # here: the module's other tests run on gradc before it
+    from gradc.central_differences import kinks  # here: the module's other tests run on gradc before it
     at_zero, at_half = np.array([0.0, 0.3]), np.array([0.5])
     found = kinks(lambda: float(np.abs(at_zero).sum()), at_zero, 1e-6, np.arange(2), np.array([1.0, 1.0]),
                   np.array([0.0, 1.0]), 1e-5, 1e-7)
