@@ -225,3 +225,16 @@ def test_paddles_own_export_of_the_saliency_program_is_refused_in_one_line(files
     assert run.stderr == ("gradc: error: block 0, op 22 (flatten_contiguous_range_grad) reads var 'flatten_0.tmp_1' "
                           "(slot XShape), which has no value: it is not fed, not in the scope, and no earlier op "
                           "wrote it\n")
+
+
+def test_check_of_paddles_saliency_program_checks_its_gradients(files):
+    """Before, gradc check of Paddle's own saliency program (paddle.static.gradients, then Grad-CAM computed from
+    feat@GRAD) was refused: "'saliency.pb' is already a training program". The ops computed from the backward's
+    results are no part of the score: now its x@GRAD and feat@GRAD are checked against central differences of its
+    forward part (to 1.2e-10; the black pixels' kinks reported)."""
+    run = gradc_cli("check", files / "saliency.pb", "--wrt", "x", "--wrt", FEAT, "--params",
+                    files / "saliency_params.npz", "--feed", files / "images.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    x, feat = json.loads(run.stdout)["vars"]
+    assert x["ok"] and feat["ok"] and max(x["max_abs_error"], feat["max_abs_error"]) < 1e-9
+    assert "has a backward: checking the gradients it computes" in run.stderr

@@ -73,8 +73,8 @@ def forward_part(program: Program, derivatives_of: Iterable[str] = (), test_mode
 
 def checkable_forward_part(program: Program) -> Program | None:
     """The forward part (in training mode) of a whole training program, Paddle's minimize program saved as it trains,
-    with the backward ops its loss is computed from; or None: no backward op, or a forward op reads what a backward
-    op the loss does not need writes."""
+    with the backward ops its loss is computed from and without the forward ops computed from the other backward
+    ops' results; or None: no backward op, or the loss is computed from what a backward op it does not need writes."""
     kinds = op_kinds(program.global_block)
     if BACKWARD not in kinds:
         return None
@@ -85,8 +85,17 @@ def checkable_forward_part(program: Program) -> Program | None:
     state = set(persistable_names(program))   # parameters and optimizer state: the values --params and startups give
     trained = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
                for name in op.output_names()} - written - state
-    read = {name for op in forward.global_block.ops for name in op.input_names()}
-    return None if read & trained else forward
+    kept, tainted = [], set(trained)   # forward ops computed from the backward's results (a Grad-CAM map from
+    for op in forward.global_block.ops:   # feat@GRAD, after paddle.static.gradients) are no part of the loss
+        if tainted.intersection(op.input_names()):
+            tainted.update(op.output_names())
+        else:
+            kept.append(op)
+    if tainted.intersection(default_fetch(program)):
+        return None
+    forward.global_block.ops = kept
+    drop_unused_vars(forward)
+    return forward
 
 
 def _before_the_update(program: Program, kinds: list[str]) -> Program:
