@@ -23,7 +23,7 @@ FEAT = SALIENCY["feat"]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """The week's files unpacked, the saliency images as a feed, the style program compiled with Adam(0.02)."""
+    """The week's files unpacked, and the saliency images and their classes as a feed."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week36"))
     saliency = np.load(out / "saliency.npz")
     np.savez(out / "images.npz", x=saliency["x"], onehot=saliency["onehot"])

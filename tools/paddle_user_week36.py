@@ -60,6 +60,7 @@ def feature_net():
         one = F.relu(convs[0](image))
         two = F.relu(convs[1](one))
         return [one, two, F.relu(convs[2](F.max_pool2d(two, 2)))]
+    features.convs = convs   # for the dygraph half, which loads the static half's weights into them
     return features
 
 
@@ -224,8 +225,7 @@ def lbfgs_dygraph(out: Path) -> None:
     max_iter=5 with the strong Wolfe line search; lbfgs.npz holds the losses each step returns and the image."""
     init, feed = np.load(out / "style_init.npz"), np.load(out / "style_feed.npz")
     features = feature_net()
-    layers = [layer for layer in features.__closure__[0].cell_contents]
-    for number, layer in enumerate(layers):
+    for number, layer in enumerate(features.convs):
         layer.weight.set_value(init[f"conv2d_{number}.w_0"])
         layer.bias.set_value(init[f"conv2d_{number}.b_0"])
     image = paddle.create_parameter([1, 3, SIZE, SIZE], "float32",
