@@ -6,7 +6,8 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   text tower (Embedding + positional Embedding, nn.TransformerEncoder with CLIP's causal float mask of -inf above the
   diagonal, LayerNorm, the end-of-text token's feature picked by argmax of the token ids and take_along_axis), each
   projected by a bias-free Linear and L2-normalised (x / norm(x)); a learnable logit_scale (log 1/0.07) whose exp is
-  clipped at 100 as CLIP does; the symmetric InfoNCE loss (cross_entropy over the similarities both ways, halved).
+  clipped at 100 as CLIP does; the symmetric InfoNCE loss (cross_entropy over the similarities both ways, halved);
+  recall@1 and @5 within the batch both ways (paddle.static.accuracy of the similarities against arange).
   clip_train.pb is Paddle's own training program: AdamW(weight_decay=0.1) whose apply_decay_param_fun leaves out
   biases, norms, the class token, positional embeddings and logit_scale, ClipGradByGlobalNorm(1.0), and
   LinearWarmup(CosineAnnealingDecay(0.01, T_max=4), warmup_steps=2, start_lr=0, end_lr=0.01) stepped on the host
@@ -74,7 +75,7 @@ def causal_mask() -> np.ndarray:
 
 
 def l2_normalised(x):
-    """x / ||x|| as CLIP's code writes it (in Paddle 3.3.1's legacy static mode F.normalize raises UnboundLocalError)."""
+    """x / ||x|| as CLIP's code writes it (Paddle 3.3.1's legacy static F.normalize raises UnboundLocalError)."""
     return x / paddle.linalg.norm(x, axis=-1, keepdim=True)
 
 
@@ -133,7 +134,10 @@ def build_clip():
     logits = scale * paddle.matmul(image_embedding, text_embedding, transpose_y=True)
     targets = paddle.arange(paddle.shape(image)[0], dtype="int64").unsqueeze(-1)
     loss = (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets)) / 2
-    return loss, image_embedding, text_embedding
+    # recall@k within the batch, image->text and text->image: each row's pair among its k best-scored columns
+    recalls = {f"{way}_recall@{k}": paddle.static.accuracy(scores, targets, k=k)
+               for way, scores in (("i2t", logits), ("t2i", logits.T)) for k in (1, 5)}
+    return loss, image_embedding, text_embedding, recalls
 
 
 def decays(name: str) -> bool:
@@ -156,7 +160,7 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         main.random_seed = startup.random_seed = 35
-        loss, image_embedding, text_embedding = build_clip()
+        loss, image_embedding, text_embedding, recalls = build_clip()
         forward, test_program = main.clone(), main.clone(for_test=True)
         rates = schedule()
         optimizer = paddle.optimizer.AdamW(rates, weight_decay=0.1, apply_decay_param_fun=decays,
@@ -173,11 +177,13 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
             losses.append(float(exe.run(main, feed=feed, fetch_list=[loss])[0]))
             rates.step()
         trained = {n: np.array(scope.var(n).get_tensor()) for n in names}
-        fetches = [loss, image_embedding, text_embedding]
-        test_loss, test_images, test_texts = exe.run(test_program, feed={k: test[k] for k in ("image", "tokens")},
-                                                     fetch_list=fetches)
-        _, _, prompt_texts = exe.run(test_program, feed={"image": test["image"][:CLASSES], "tokens": prompts()},
-                                     fetch_list=fetches)
+        fetches = [loss, image_embedding, text_embedding, *recalls.values()]
+        test_loss, test_images, test_texts, *test_recalls = exe.run(
+            test_program, feed={k: test[k] for k in ("image", "tokens")}, fetch_list=fetches)
+        # the prompts twice over 8 images: the program's recall@5 needs 5 columns
+        twice = {"image": test["image"][:2 * CLASSES], "tokens": np.tile(prompts(), (2, 1))}
+        (prompt_texts,) = exe.run(test_program, feed=twice, fetch_list=[text_embedding])
+        prompt_texts = prompt_texts[:CLASSES]
         paddle.static.save_inference_model(str(out / "image_tower"), [main.global_block().var("image")],
                                            [image_embedding], exe, program=test_program)
         paddle.static.save_inference_model(str(out / "text_tower"), [main.global_block().var("tokens")],
@@ -192,6 +198,8 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
         write_gz(out / f"{tower}.pdmodel", (out / f"{tower}.pdmodel").read_bytes())
         (out / f"{tower}.pdmodel").unlink()
     return {"loss": loss.name, "image_embedding": image_embedding.name, "text_embedding": text_embedding.name,
+            "recalls": {key: value.name for key, value in recalls.items()},
+            "test_recalls": {key: float(value) for key, value in zip(recalls, test_recalls)},
             "losses": losses, "rates": used_rates, "decayed": sorted(n for n in names if decays(n)),
             "parameters": names}
 

@@ -11,6 +11,7 @@ from .. import registry
 from ..errors import ExecutionError, ProgramError, op_location
 from ..ir.types import DTYPE_BY_NUMPY_NAME
 from ..opdef import unknown_types_note
+from ..ops.creation import scalar_values
 from ..ops.infer import InferContext
 
 
@@ -78,8 +79,8 @@ class NonFiniteError(ExecutionError):
 
 def check_finite(ctx, results: dict) -> None:
     """Raise NonFiniteError for the first float output of this op holding NaN, or an infinity the program did not
-    ask for: one its attributes ask for (a causal mask's fill_constant of -inf) passes, and so does one of a sign it
-    read from an earlier op's output (that mask's triu, the scores it is added to), which passed the check there;
+    ask for: one its attributes ask for (a causal mask's fill_constant or assign_value of -inf) passes, and so does
+    one of a sign it read from an earlier op's output (that mask's triu, the scores it is added to), which passed;
     an infinity fed or given as a parameter is caught by its first reader. An overflow of an AMP program's scaled
     loss or gradients passes: its loss scaling skips the step (amp_loss.screened_by_loss_scaling)."""
     for slot, value in results.items():
@@ -109,9 +110,12 @@ def _infinities_given(ctx, array: np.ndarray) -> bool:
 
 
 def _infinite(attr) -> bool:
-    """An attribute value that is or holds an infinity (fill_constant's value and its str_value '-inf')."""
+    """An attribute value that is or holds an infinity (fill_constant's value and its str_value '-inf', a Scalar of
+    assign_value's values: CLIP's causal mask written by paddle.assign of a numpy array)."""
     if isinstance(attr, (list, tuple)):
         return any(_infinite(item) for item in attr)
+    if isinstance(attr, bytes):   # the IR keeps SCALAR attributes as serialized Scalar messages
+        return _infinite(scalar_values([attr])[0])
     if isinstance(attr, str):
         return attr.strip().lower().lstrip("+-") in ("inf", "infinity")
     return isinstance(attr, float) and np.isinf(attr)
