@@ -19,7 +19,7 @@ from ..executor.lod import lod_arrays
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
 from ..ir import DIFFERENTIABLE_DTYPES
-from ..training.params import initialised_values, read_values, require_values, run_startup
+from ..training.params import initialised_values, read_files, require_values, run_startup
 from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
@@ -48,9 +48,9 @@ def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the ot
 
 
 def load_params(paths: tuple[str, ...], program, strict: bool = False) -> dict[str, np.ndarray]:
-    """Persistable values from .npz files, Paddle's .pdiparams or .pdparams / .pdopt, each checked against its var;
-    a later file's value for a name wins."""
-    return {name: value for path in paths for name, value in read_values(path, program, strict).items()}
+    """Persistable values from .npz files, Paddle's .pdiparams or .pdparams / .pdopt; a later file's value for a name
+    wins, and is checked against its var."""
+    return read_files(paths, program, strict)
 
 
 def _session(program_path: str, params: tuple[str, ...], startups, strict: bool) -> tuple:

@@ -155,8 +155,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         if lbfgs is None or str(exc).startswith(str(program)):
             raise
         raise GradcError(f"{program}: {exc}") from None
-    for path in params:
-        load_params(trainer.scope, path, trainer.program, strict_params)
+    if params:
+        load_params(trainer.scope, list(params), trainer.program, strict_params)
     fixed = read_npz(feed, "feed") if feed is not None else None
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10

@@ -167,8 +167,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
         run_startup(executor, init, scope)
     params = [params] if isinstance(params, (str, os.PathLike)) else list(params or ())
-    for file in params:   # several files: a later one's value for a name wins
-        load_params(scope, file, program, strict)
+    if params:   # several files: a later one's value for a name wins
+        load_params(scope, params, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
     losses = named_losses(program, loss)
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))

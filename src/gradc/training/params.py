@@ -29,8 +29,10 @@ from ..rnn_flat import program_flat_buffers
 PICKLED = (".pdparams", ".pdopt")
 
 
-def read_values(path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> dict[str, np.ndarray]:
-    """name -> array from a parameter file, each checked against the var ``program`` declares. A .pdiparams
+def read_values(path: str | os.PathLike, program: Program | None = None, strict: bool = False,
+                check: bool = True) -> dict[str, np.ndarray]:
+    """name -> array from a parameter file, each checked against the var ``program`` declares (unless not
+    ``check``: read_files checks the values that win). A .pdiparams
     names nothing itself: it is read in the order of the program's persistable vars, or of its forward part's
     (what save_params and Paddle's save_inference_model write). Values for names the program has no var of are
     kept with a GradcWarning naming them, or refused when ``strict`` (another model's file, a renamed layer)."""
@@ -50,8 +52,19 @@ def read_values(path: str | os.PathLike, program: Program | None = None, strict:
         values = read_npz(path, "params")
     if program is not None:
         _unknown_names(program, values, path, strict)
-        values = {name: checked_param(program, name, value, path) for name, value in values.items()}
+        if check:
+            values = {name: checked_param(program, name, value, path) for name, value in values.items()}
     return values
+
+
+def read_files(paths: Sequence[str | os.PathLike], program: Program, strict: bool = False) -> dict[str, np.ndarray]:
+    """name -> array from several parameter files, a later file's value for a name winning; only the winning value
+    must fit its var (a probe's head file given after the trained tower's, whose same-named layer has another shape)."""
+    values, sources = {}, {}
+    for path in paths:
+        for name, value in read_values(path, program, strict, check=False).items():
+            values[name], sources[name] = value, path
+    return {name: checked_param(program, name, value, sources[name]) for name, value in values.items()}
 
 
 def _paddle_combined(path: str) -> bool:
@@ -171,9 +184,12 @@ def initialised_values(startups) -> dict:
     return dict(scope.vars)
 
 
-def load_params(scope, path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> list[str]:
-    """Put the values of a parameter file into ``scope``; return their names (read_values: ``strict``)."""
-    values = read_values(path, program, strict)
+def load_params(scope, path: str | os.PathLike | Sequence[str | os.PathLike], program: Program | None = None,
+                strict: bool = False) -> list[str]:
+    """Put the values of a parameter file, or of several (read_files: a later file's value wins), into ``scope``;
+    return their names (read_values: ``strict``)."""
+    several = isinstance(path, (list, tuple)) and program is not None
+    values = read_files(path, program, strict) if several else read_values(path, program, strict)
     for name, value in values.items():
         scope[name] = value
     return sorted(values)
