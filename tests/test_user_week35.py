@@ -29,10 +29,13 @@ KEY_BIASES = {"linear_1.b_0", "linear_8.b_0"}
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """The week's files as the user has them, the CLIP model compiled with the warmup-cosine schedule as ops."""
+    """The week's files as the user has them, the CLIP model compiled with the warmup-cosine schedule as ops and with
+    Paddle's scheduler (stepped by gradc train)."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week35"))
     compiled = gradc_cli("compile", out / "clip.pb", "-o", out / "clip_adamw.pb", *ADAMW, "--lr-schedule", "cosine",
                          "--warmup-steps", 2, "--decay-steps", 4)
+    assert compiled.returncode == 0, compiled.stderr
+    compiled = gradc_cli("compile", out / "clip.pb", "-o", out / "clip_host.pb", *ADAMW, "--lr-schedule", SCHEDULE)
     assert compiled.returncode == 0, compiled.stderr
     data = np.load(out / "data.npz")
     np.savez(out / "batch.npz", image=data["image"][:8], tokens=data["tokens"][:8])
@@ -40,8 +43,9 @@ def files(tmp_path_factory):
 
 
 def _train(files, program, *options, save="trained_gradc.npz"):
-    """gradc train, 6 steps of 8 pairs from Paddle's initial weights: the losses."""
-    run = gradc_cli("train", files / program, "--params", files / "init.npz", "--data", files / "data.npz",
+    """gradc train, 6 steps of 8 pairs from Paddle's startup program (gradc's run of it gives Paddle's initial
+    weights exactly): the losses."""
+    run = gradc_cli("train", files / program, "--startup", files / "clip_startup.pb", "--data", files / "data.npz",
                     "--batch-size", 8, "--json", "--log-every", 1, "--save-params", files / save, *options)
     assert run.returncode == 0, run.stderr
     steps = [line for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "step"]
@@ -59,6 +63,8 @@ def test_compiled_clip_trains_to_paddles_steps_with_warmup_cosine_and_decay_left
     CosineAnnealingDecay(T_max=4) with apply_decay_param_fun: Paddle's 6 losses (4.4036 ... 2.5151) to 1e-7 relative
     and its 45 parameters to 1.2e-6, the key biases aside (no fault)."""
     losses = _train(files, "clip_adamw.pb", "--startup", files / "clip_adamw.startup.pb")
+    host = _train(files, "clip_host.pb", "--startup", files / "clip_host.startup.pb", "--lr-schedule", SCHEDULE)
+    np.testing.assert_allclose(host, losses, rtol=1e-7)   # Paddle's scheduler stepped on the host: the same rates
     np.testing.assert_allclose(losses, CLIP["losses"], rtol=5e-7)
     saved, paddle = np.load(files / "trained_gradc.npz"), np.load(files / "trained.npz")
     assert sorted(saved.files) == sorted(paddle.files) == sorted(CLIP["parameters"])
@@ -71,8 +77,7 @@ def test_check_nan_passes_clips_causal_mask_of_minus_infinity(files):
     into 'assign_0.tmp_0'; it read nothing", though the infinity is the program's own literal (a fill_constant's
     passed). Now Paddle's own training program, its schedule stepped on the host, trains under --check-nan to
     Paddle's losses (1e-7) and weights."""
-    losses = _train(files, "clip_train.pb", "--startup", files / "clip_startup.pb", "--lr-schedule", SCHEDULE,
-                    "--check-nan")
+    losses = _train(files, "clip_train.pb", "--lr-schedule", SCHEDULE, "--check-nan")
     np.testing.assert_allclose(losses, CLIP["losses"], rtol=5e-7)
     _assert_paddles_weights(np.load(files / "trained_gradc.npz"), np.load(files / "trained.npz"), CLIP["parameters"])
     nan = np.full((6, 6), np.nan, np.float32)   # a NaN literal is still caught
@@ -185,10 +190,29 @@ def test_diff_of_paddles_training_program_and_gradcs_compile_of_it_shows_only_a_
     the first free number). Before, gradc diff also reported 46 more ops changed: the clip's 45 elementwise_mul with
     Paddle's extra attributes Scale_x / Scale_y / Scale_out 1 (oneDNN's int8 scales) and its sqrt's use_cudnn False,
     each absent from gradc's ops and each the default."""
-    compiled = gradc_cli("compile", files / "clip.pb", "-o", files / "clip_host.pb", *ADAMW, "--lr-schedule", SCHEDULE)
-    assert compiled.returncode == 0, compiled.stderr
     compared = gradc_cli("diff", files / "clip_train.pb", files / "clip_host.pb")
     lines = compared.stdout.splitlines()
     assert lines[0] == "block 0: 3 ops changed, 1 var added, 1 var removed", compared.stdout
     assert len(lines) == 6 and all("fill_constant_15.tmp_0" in line or "fill_constant_0.tmp_0" in line
                                    for line in lines[1:]), compared.stdout
+
+
+def test_the_end_token_picked_by_advanced_indexing_gets_paddles_gradients(files):
+    """The text tower picking the end token as OpenAI's CLIP writes it, x[arange(B), argmax(tokens)] (Paddle writes
+    broadcast_tensors, stack and gather_nd): gradc compile's gradients at Paddle's initial weights on the first batch
+    are Paddle's to 1.1e-6 of each var's largest, the key bias aside (its gradient is rounding, 4.7e-9), and the loss
+    is the take_along_axis model's (no fault)."""
+    compiled = gradc_cli("compile", files / "clip_indexed.pb", "-o", files / "clip_indexed_backward.pb")
+    assert compiled.returncode == 0, compiled.stderr
+    program = gradc.load(files / "clip_indexed_backward.pb")
+    assert {"broadcast_tensors", "gather_nd_grad"} <= {op.type for op in program.global_block.ops}
+    scope, paddle = gradc.Scope(), np.load(files / "indexed_grads.npz")
+    gradc.Executor().run(gradc.load(files / "clip_startup.pb"), scope=scope)
+    names = [name for name in paddle.files if name != "loss"]
+    loss, *grads = gradc.Executor().run(program, feed=dict(np.load(files / "batch.npz")), scope=scope,
+                                         fetch_list=[CLIP["loss"], *(f"{name}@GRAD" for name in names)])
+    np.testing.assert_allclose(loss, paddle["loss"], rtol=2e-7)
+    np.testing.assert_allclose(loss, CLIP["losses"][0], rtol=2e-7)
+    for name, grad in zip(names, grads):
+        scale = 1.0 if name in KEY_BIASES else np.abs(paddle[name]).max()
+        np.testing.assert_allclose(grad / scale, paddle[name] / scale, atol=3e-6, err_msg=name)

@@ -12,12 +12,17 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   biases, norms, the class token, positional embeddings and logit_scale, ClipGradByGlobalNorm(1.0), and
   LinearWarmup(CosineAnnealingDecay(0.01, T_max=4), warmup_steps=2, start_lr=0, end_lr=0.01) stepped on the host
   after each of 6 steps of 8 pairs.
+- clip_indexed.pb: the same with the end token picked as OpenAI's CLIP writes it, x[arange(B), argmax(tokens)]
+  (broadcast_tensors, stack, gather_nd); indexed_grads.npz: Paddle's gradients of its loss (text tower and
+  logit_scale) at the initial weights on the first batch. (gradc's run of clip_startup.pb gives Paddle's initial
+  weights exactly: none are kept.)
 - clip_test.pb: its for_test clone, fetching the two embeddings; paddle_test.npz: Paddle's embeddings of the 16 test
   pairs and of the 4 class prompts (zero-shot), and its loss on the test pairs.
 - image_tower.pdmodel / text_tower.pdmodel (+ .pdiparams): save_inference_model of each tower on the trained weights.
 - probe.pb: a linear probe on the frozen trained image tower (its features detached), Linear(16, 4), cross_entropy,
   Momentum(0.1, 0.9), 4 steps of 8 images: probe_startup.pb, losses, probe_trained.npz.
-- image_tower_pir.json / text_tower_pir.json (+ .pdiparams): the towers in dygraph (PIR mode) on the trained weights,
+- image_tower_pir.json / text_tower_pir.json (+ .pdiparams): the towers in dygraph (PIR mode, F.normalize) on the
+  trained weights,
   saved by paddle.jit.save with input specs, and the Predictor's outputs on the test set (predictor_pir.npz).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week35.py tests/data/paddle/user_week35
@@ -75,7 +80,10 @@ def causal_mask() -> np.ndarray:
 
 
 def l2_normalised(x):
-    """x / ||x|| as CLIP's code writes it (Paddle 3.3.1's legacy static F.normalize raises UnboundLocalError)."""
+    """x / ||x|| as CLIP's code writes it (Paddle 3.3.1's legacy static F.normalize raises UnboundLocalError); in
+    dygraph (the PIR exports) F.normalize itself."""
+    if paddle.in_dynamic_mode():
+        return F.normalize(x, axis=-1)
     return x / paddle.linalg.norm(x, axis=-1, keepdim=True)
 
 
@@ -105,8 +113,9 @@ class TextTower(nn.Layer):
     """Token and positional embeddings, one causal encoder layer, the END token's LayerNorm'd feature (END is the
     highest id, so argmax finds it, as CLIP does) projected to EMBED and L2-normalised."""
 
-    def __init__(self):
+    def __init__(self, indexed: bool = False):
         super().__init__()
+        self.indexed = indexed   # the end token picked as OpenAI's CLIP writes it: x[arange(B), tokens.argmax(-1)]
         self.tokens = nn.Embedding(VOCAB, DIM)
         self.positions = nn.Embedding(LENGTH, DIM)
         self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(DIM, 2, 32, dropout=0.0), 1)
@@ -116,16 +125,19 @@ class TextTower(nn.Layer):
     def forward(self, tokens, mask):
         embedded = self.tokens(tokens) + self.positions(paddle.arange(LENGTH, dtype="int64").unsqueeze(0))
         encoded = self.norm(self.encoder(embedded, src_mask=mask))
-        ends = paddle.argmax(tokens, axis=-1).reshape([-1, 1, 1])
-        picked = paddle.take_along_axis(encoded, ends, axis=1).squeeze(1)
+        ends = paddle.argmax(tokens, axis=-1)
+        if self.indexed:   # broadcast_tensors, stack and gather_nd in the program
+            picked = encoded[paddle.arange(paddle.shape(tokens)[0]), ends]
+        else:
+            picked = paddle.take_along_axis(encoded, ends.reshape([-1, 1, 1]), axis=1).squeeze(1)
         return l2_normalised(self.projection(picked))
 
 
-def build_clip():
+def build_clip(indexed: bool = False):
     """The dual encoder's loss and embeddings in the current program; the mask a constant of the program."""
     image = paddle.static.data("image", [-1, 1, 8, 8], "float32")
     tokens = paddle.static.data("tokens", [-1, LENGTH], "int64")
-    image_tower, text_tower = ImageTower(), TextTower()
+    image_tower, text_tower = ImageTower(), TextTower(indexed)
     image_embedding = image_tower(image)
     text_embedding = text_tower(tokens, paddle.assign(causal_mask()))
     logit_scale = paddle.create_parameter([1], "float32", name="logit_scale",
@@ -170,7 +182,7 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        np.savez(out / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in names})
+        initial = {n: np.array(scope.var(n).get_tensor()) for n in names}   # gradc's run of the startup gives them
         losses, used_rates = [], []
         for feed in batches(data, STEPS, ("image", "tokens")):
             used_rates.append(rates())
@@ -189,6 +201,7 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
         paddle.static.save_inference_model(str(out / "text_tower"), [main.global_block().var("tokens")],
                                            [text_embedding], exe, program=test_program)
     np.savez(out / "trained.npz", **trained)
+    indexed_gradients(exe, initial, dict(next(batches(data, 1, ("image", "tokens")))), out)
     np.savez(out / "paddle_test.npz", loss=test_loss, image_embedding=test_images, text_embedding=test_texts,
              prompt_embedding=prompt_texts, prompts=prompts())
     for name, program in (("clip", forward), ("clip_train", main), ("clip_startup", startup),
@@ -202,6 +215,25 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
             "test_recalls": {key: float(value) for key, value in zip(recalls, test_recalls)},
             "losses": losses, "rates": used_rates, "decayed": sorted(n for n in names if decays(n)),
             "parameters": names}
+
+
+def indexed_gradients(exe, initial: dict, feed: dict, out: Path) -> None:
+    """clip_indexed.pb: the model with the end token picked by x[arange(B), argmax] (gather_nd), and Paddle's
+    gradients of its loss at the initial weights on the first batch (indexed_grads.npz)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        loss = build_clip(indexed=True)[0]
+        forward = main.clone()
+        parameters = main.all_parameters()   # the text tower's, which the pick changes, and logit_scale: made last
+        parameters = parameters[[p.name for p in parameters].index("embedding_0.w_0"):]
+        grads = paddle.static.gradients(loss, parameters)
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        for name, value in initial.items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        values = exe.run(main, feed=feed, fetch_list=[loss, *grads])
+    np.savez(out / "indexed_grads.npz", loss=values[0], **{p.name: g for p, g in zip(parameters, values[1:])})
+    write_gz(out / "clip_indexed.pb", without_callstacks(forward))
 
 
 def train_probe(exe, data: dict, trained: dict, out: Path) -> dict:
