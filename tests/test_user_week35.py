@@ -216,3 +216,29 @@ def test_the_end_token_picked_by_advanced_indexing_gets_paddles_gradients(files)
     for name, grad in zip(names, grads):
         scale = 1.0 if name in KEY_BIASES else np.abs(paddle[name]).max()
         np.testing.assert_allclose(grad / scale, paddle[name] / scale, atol=3e-6, err_msg=name)
+
+
+def test_evaluate_topk_of_a_contrastive_model_says_why_it_gives_no_accuracy(files):
+    """The user asks gradc evaluate --topk 1,5 for recall@1/5. The InfoNCE's labels are the program's arange, not an
+    array of the data, so there is no top-k accuracy to give. Before, the option was dropped without a word (the loss
+    alone printed); now a note says why and names --recall (over the whole set) and the program's own accuracy ops,
+    which --fetch averages within each batch (the recalls above). With --recall, or without --topk, nothing is said;
+    a classifier with data labels still gets its accuracy."""
+    scored = gradc_cli("evaluate", files / "clip.pb", "--params", files / "trained.npz", "--data",
+                       files / "test_data.npz", "--batch-size", 16, "--topk", "1,5")
+    assert scored.returncode == 0, scored.stderr
+    assert ("gradc: note: --topk: no top-k accuracy: no class scores of the program are scored against labels of the "
+            "data (labels the program computes, as a contrastive loss's arange, are not the data's); a two-tower "
+            "model's recall@k over the whole set: --recall QUERY,GALLERY; its own accuracy ops, within each batch, "
+            "average with --fetch: " + ", ".join(CLIP["recalls"].values())) in scored.stderr
+    quiet = gradc_cli("evaluate", files / "clip.pb", "--params", files / "trained.npz", "--data",
+                      files / "test_data.npz", "--batch-size", 16)
+    assert "note" not in quiet.stderr and quiet.stdout == scored.stdout
+    recalled = gradc_cli("evaluate", files / "clip.pb", "--params", files / "trained.npz", "--data",
+                         files / "test_data.npz", "--topk", "1,5", "--recall", f"{CLIP['image_embedding']},"
+                         f"{CLIP['text_embedding']}", "--json")
+    assert recalled.returncode == 0 and "note" not in recalled.stderr, recalled.stderr
+    probe = gradc_cli("evaluate", files / "probe.pb", "--params", files / "trained.npz", "--params",
+                      files / "probe_trained.npz", "--data", files / "test_data.npz", "--topk", "1,2", "--json")
+    assert probe.returncode == 0 and "note" not in probe.stderr, probe.stderr
+    assert {"acc_top1", "acc_top2"} <= set(json.loads(probe.stdout))

@@ -4,10 +4,13 @@ accuracy as Paddle's Model.evaluate reports them; thin over gradc.training.evalu
 from __future__ import annotations
 
 import json
+import warnings
 
 import click
+from click.core import ParameterSource
 
 from ..backward import no_loss_hint
+from ..errors import GradcNotice
 from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
@@ -78,6 +81,9 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
                                miou=miou, mask=mask, recall=recall)
+    asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
+    if asked and recall is None and not any(key == "acc" or key.startswith("acc_top") for key in results):
+        warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
     if as_json:
         click.echo(json.dumps(results))
         return
@@ -96,6 +102,16 @@ def _shown(value) -> str:
     if isinstance(value, list):
         return " ".join("-" if item is None else f"{item:.4g}" for item in value)
     return f"{value:.6g}"
+
+
+def _no_class_scores(program) -> str:
+    """Why --topk gave no accuracy, and what gives a retrieval model's recall@k instead: --recall over the whole set,
+    or the program's own accuracy ops (within each batch)."""
+    ours = [op.output("Accuracy")[0] for op in program.global_block.ops if op.type == "accuracy"]
+    offer = f"; its own accuracy ops, within each batch, average with --fetch: {', '.join(ours)}" if ours else ""
+    return ("--topk: no top-k accuracy: no class scores of the program are scored against labels of the data (labels "
+            "the program computes, as a contrastive loss's arange, are not the data's); a two-tower model's recall@k "
+            f"over the whole set: --recall QUERY,GALLERY{offer}")
 
 
 def _no_loss(program) -> str:
