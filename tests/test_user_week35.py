@@ -242,3 +242,21 @@ def test_evaluate_topk_of_a_contrastive_model_says_why_it_gives_no_accuracy(file
                       files / "probe_trained.npz", "--data", files / "test_data.npz", "--topk", "1,2", "--json")
     assert probe.returncode == 0 and "note" not in probe.stderr, probe.stderr
     assert {"acc_top1", "acc_top2"} <= set(json.loads(probe.stdout))
+
+
+def test_info_says_what_optimizer_a_training_program_holds(files):
+    """Before, gradc info of Paddle's training program listed op counts alone: which parameters apply_decay_param_fun
+    left undecayed, the clip and where the rate comes from took gradc show's 366 ops to find. Now one line says them,
+    for Paddle's program (the rate the host's scheduler sets) and for gradc's compile with the schedule as ops."""
+    shown = gradc_cli("info", files / "clip_train.pb")
+    assert shown.returncode == 0, shown.stderr
+    assert ("optimizer: adamw 45; weight decay 0.1, off for 30 (conv2d_0.b_0, embedding_0.w_0, embedding_1.w_0, "
+            "image_tower_0.w_0, image_tower_0.w_1, layer_norm_0.b_0, ... (30 in all)); gradients clipped to a global "
+            "norm of 1; learning rate learning_rate_0, no op writes it: a constant, or a scheduler's that the host "
+            "sets (gradc train --lr-schedule)") in shown.stdout.splitlines()
+    facts = json.loads(gradc_cli("info", files / "clip_adamw.pb", "--json").stdout)["optimizer"]
+    paddle = json.loads(gradc_cli("info", files / "clip_train.pb", "--json").stdout)["optimizer"]
+    assert facts["decay_off"] == paddle["decay_off"] and len(facts["decay_off"]) == 30
+    assert sorted(set(CLIP["parameters"]) - set(facts["decay_off"])) == CLIP["decayed"]
+    assert facts["rates_written"] == ["learning_rate_0"] and paddle["rates_written"] == []
+    assert json.loads(gradc_cli("info", files / "clip.pb", "--json").stdout)["optimizer"] is None

@@ -62,6 +62,7 @@ def summary(program: str) -> dict:
             "trained_parameters": _trained(block, params),
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
+            "optimizer": _optimizer(block),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
 
 
@@ -72,6 +73,27 @@ def _trained(block: Block, params: list) -> list[str] | None:
         return None
     written = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     return sorted(var.name for var in params if var.name in written)
+
+
+def _optimizer(block: Block) -> dict | None:
+    """A training program's update ops by type, the parameters an AdamW leaves undecayed (Paddle's
+    apply_decay_param_fun writes with_decay False), a global-norm clip's norm, and whether ops write the rate."""
+    kinds = op_kinds(block)
+    updates = [op for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
+    if not updates:
+        return None
+    constants = {op.output("Out")[0]: op.attrs.get("value") for op in block.ops if op.type == "fill_constant"}
+    # ClipGradByGlobalNorm: max(clip_norm, sqrt(sum of squared_l2_norm)), the norm a fill_constant (X or, in PIR, Y)
+    clips = [constants[name] for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.type == "elementwise_max"
+             for name in op.input_names() if name in constants] if any(
+        op.type == "squared_l2_norm" for op in block.ops) else []
+    rates = sorted({name for op in updates for name in op.inputs.get("LearningRate", [])})
+    written = {name for op in block.ops for name in op.output_names()}
+    return {"updates": dict(Counter(op.type for op in updates)),
+            "decay_off": sorted(op.input("Param")[0] for op in updates if op.attrs.get("with_decay") is False),
+            "decay": sorted({round(op.attrs["coeff"], 7) for op in updates if op.attrs.get("with_decay")}),
+            "clip_global_norm": round(clips[0], 7) if clips else None,
+            "learning_rates": rates, "rates_written": [name for name in rates if name in written]}
 
 
 def _other_persistable(block: Block, persistable: list) -> dict[str, int]:
@@ -115,11 +137,32 @@ def _lines(facts: dict) -> list[str]:
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
     lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
+    if facts["optimizer"]:
+        lines.append(_optimizer_line(facts["optimizer"]))
     types = facts["op_types"]
     shown = ", ".join(f"{name} {count}" for name, count in list(types.items())[:LISTED])
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
     lines.append(f"op types in block 0: {shown}{more}")
     return lines
+
+
+def _optimizer_line(optimizer: dict) -> str:
+    """'optimizer: adamw 45; weight decay 0.1, off for 30 (...); gradients clipped to a global norm of 1; learning
+    rate learning_rate_0, ...'."""
+    parts = [", ".join(f"{kind} {count}" for kind, count in optimizer["updates"].items())]
+    off = optimizer["decay_off"]
+    if optimizer["decay"] or off:
+        named = ", ".join(off[:LISTED // 2]) + (f", ... ({len(off)} in all)" if len(off) > LISTED // 2 else "")
+        parts.append(f"weight decay {', '.join(map(str, optimizer['decay'])) or 'none'}"
+                     + (f", off for {len(off)} ({named})" if off else ""))
+    if optimizer["clip_global_norm"] is not None:
+        parts.append(f"gradients clipped to a global norm of {optimizer['clip_global_norm']:g}")
+    for rate in optimizer["learning_rates"]:
+        parts.append(f"learning rate {rate}, " + ("a schedule's: ops of the program write it"
+                                                  if rate in optimizer["rates_written"] else
+                                                  "no op writes it: a constant, or a scheduler's that the host sets "
+                                                  "(gradc train --lr-schedule)"))
+    return "optimizer: " + "; ".join(parts)
 
 
 def _kind(kinds: Counter, has_loss: bool) -> str:
