@@ -18,7 +18,7 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   weights exactly: none are kept.)
 - clip_test.pb: its for_test clone, fetching the two embeddings; paddle_test.npz: Paddle's embeddings of the 16 test
   pairs and of the 4 class prompts (zero-shot), and its loss on the test pairs.
-- image_tower.pdmodel / text_tower.pdmodel (+ .pdiparams): save_inference_model of each tower on the trained weights.
+- image_tower.pdmodel / text_tower.pdmodel (+ .pdiparams): save_inference_model of each tower, trained.
 - probe.pb: a linear probe on the frozen trained image tower (its features detached), Linear(16, 4), cross_entropy,
   Momentum(0.1, 0.9), 4 steps of 8 images: probe_startup.pb, losses, probe_trained.npz.
 - image_tower_pir.json / text_tower_pir.json (+ .pdiparams): the towers in dygraph (PIR mode, F.normalize) on the
@@ -73,10 +73,6 @@ def prompts() -> np.ndarray:
     for label in range(CLASSES):
         out[label, :5] = [START, 2, 3, 4 + label, END]
     return out
-
-
-def causal_mask() -> np.ndarray:
-    return np.triu(np.full((LENGTH, LENGTH), -np.inf, np.float32), 1)
 
 
 def l2_normalised(x):
@@ -139,7 +135,7 @@ def build_clip(indexed: bool = False):
     tokens = paddle.static.data("tokens", [-1, LENGTH], "int64")
     image_tower, text_tower = ImageTower(), TextTower(indexed)
     image_embedding = image_tower(image)
-    text_embedding = text_tower(tokens, paddle.assign(causal_mask()))
+    text_embedding = text_tower(tokens, paddle.assign(np.triu(np.full((LENGTH, LENGTH), -np.inf, np.float32), 1)))
     logit_scale = paddle.create_parameter([1], "float32", name="logit_scale",
                                           default_initializer=nn.initializer.Constant(math.log(1 / 0.07)))
     scale = paddle.clip(paddle.exp(logit_scale), max=100.0)
@@ -207,8 +203,9 @@ def train_clip(exe, data: dict, test: dict, out: Path) -> dict:
     for name, program in (("clip", forward), ("clip_train", main), ("clip_startup", startup),
                           ("clip_test", test_program)):
         write_gz(out / f"{name}.pb", without_callstacks(program))
-    for tower in ("image_tower", "text_tower"):
-        write_gz(out / f"{tower}.pdmodel", (out / f"{tower}.pdmodel").read_bytes())
+    for tower in ("image_tower", "text_tower"):   # without the stack traces Paddle records (their line numbers)
+        saved = paddle.static.Program.parse_from_string((out / f"{tower}.pdmodel").read_bytes())
+        write_gz(out / f"{tower}.pdmodel", without_callstacks(saved))
         (out / f"{tower}.pdmodel").unlink()
     return {"loss": loss.name, "image_embedding": image_embedding.name, "text_embedding": text_embedding.name,
             "recalls": {key: value.name for key, value in recalls.items()},
@@ -293,17 +290,15 @@ def main_pir(out: Path) -> None:
             return self.tower(tokens, paddle.triu(paddle.full([LENGTH, LENGTH], -np.inf), 1))
 
     outputs = {}
-    for name, tower in towers.items():
-        for parameter in tower.parameters():
+    exported = {"image_tower": (towers["image_tower"], paddle.static.InputSpec([-1, 1, 8, 8], "float32", "image")),
+                "text_tower": (Text(towers["text_tower"]), paddle.static.InputSpec([-1, LENGTH], "int64", "tokens"))}
+    for name, (model, spec) in exported.items():
+        for parameter in model.parameters():
             parameter.set_value(trained[parameter.name])
-        tower.eval()
-        if name == "image_tower":
-            model, spec = tower, paddle.static.InputSpec([-1, 1, 8, 8], "float32", "image")
-        else:
-            model, spec = Text(tower), paddle.static.InputSpec([-1, LENGTH], "int64", "tokens")
+        model.eval()
         paddle.jit.save(model, str(out / f"{name}_pir"), input_spec=[spec])
-        key = spec.name
-        predicted = predict(str(out / f"{name}_pir.json"), str(out / f"{name}_pir.pdiparams"), {key: test[key]})
+        predicted = predict(str(out / f"{name}_pir.json"), str(out / f"{name}_pir.pdiparams"),
+                            {spec.name: test[spec.name]})
         outputs.update({f"{name}_{k}": v for k, v in predicted.items()})
         write_gz(out / f"{name}_pir.json", (out / f"{name}_pir.json").read_bytes())
         (out / f"{name}_pir.json").unlink()
