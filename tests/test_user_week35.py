@@ -121,7 +121,7 @@ def test_linear_probe_takes_the_trained_tower_and_its_own_head_from_two_files(fi
 def test_retrieval_recall_and_test_loss_are_paddles(files):
     """gradc evaluate of the forward program on the 16 test pairs (one batch: InfoNCE's negatives are the batch's)
     gives Paddle's test-mode loss 3.24159 to 1e-6 and its four recall ops (paddle.static.accuracy of the
-    similarities against arange, i2t and t2i at 1 and 5) exactly (no fault)."""
+    similarities against arange, i2t and t2i at 1 and 5) exactly; so does --recall over the whole set (no fault)."""
     recalls = CLIP["recalls"]
     fetches = [arg for name in recalls.values() for arg in ("--fetch", name)]
     scored = gradc_cli("evaluate", files / "clip.pb", "--params", files / "trained.npz", "--data",
@@ -131,6 +131,14 @@ def test_retrieval_recall_and_test_loss_are_paddles(files):
     paddle = np.load(files / "paddle_test.npz")
     np.testing.assert_allclose(results["loss"], paddle["loss"], rtol=1e-6)
     assert {key: results[name] for key, name in recalls.items()} == CLIP["test_recalls"]
+    # --recall ranks over the whole set, so batches of 5 give the same (the accuracy ops' are per batch)
+    for way, (query, gallery) in {"i2t": ("image", "text"), "t2i": ("text", "image")}.items():
+        ranked = gradc_cli("evaluate", files / "clip.pb", "--params", files / "trained.npz", "--data",
+                           files / "test_data.npz", "--batch-size", 5, "--topk", "1,5", "--recall",
+                           f"{CLIP[query + '_embedding']},{CLIP[gallery + '_embedding']}", "--json")
+        assert ranked.returncode == 0, ranked.stderr
+        found = json.loads(ranked.stdout)
+        assert [found["recall@1"], found["recall@5"]] == [CLIP["test_recalls"][f"{way}_recall@{k}"] for k in (1, 5)]
 
 
 def _embeddings(files, model, params, key, tmp_path):
