@@ -9,6 +9,7 @@ import numpy as np
 
 from .bfloat16 import from_bits
 from .executor import LoDTensor
+from .executor.selected_rows import SelectedRows
 from .ir import Program, VarType
 from .passes import Float64Pass
 
@@ -23,10 +24,12 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
 
 
 def widened(value, bfloat16: bool = False):
-    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); a bfloat16
+    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, a SelectedRows' with its rows, as float64 (complex128); a bfloat16
     var's uint16 array (Paddle's bits) as its values; other values as they are."""
     if isinstance(value, LoDTensor):
         return LoDTensor(widened(value.array, bfloat16), value.lod)
+    if isinstance(value, SelectedRows):   # a sparse table gradient: its rows kept
+        return value.with_values(widened(value.values, bfloat16))
     value = np.asarray(value)
     if bfloat16 and value.dtype == np.uint16:
         return from_bits(value).astype(np.float64)

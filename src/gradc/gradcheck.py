@@ -21,6 +21,7 @@ from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .executor.randomness import same_draws
+from .executor.selected_rows import as_dense
 from .float64_copies import float64_copy
 from .gradcheck_verdicts import Kink, Mismatch, directional_verdict, element_mismatch, element_verdict
 from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_name, grad_name, to_var_type
@@ -206,7 +207,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
-    analytic.update(zip(computed, run(train, fed(), [grad_of(n) for n in computed], scope())))
+    # an Embedding(sparse=True)'s gradient is a SelectedRows: compared as the table it stands for
+    analytic.update(zip(computed, map(as_dense, run(train, fed(), [grad_of(n) for n in computed], scope()))))
 
     cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
     held_values = dict(zip(held, run(program, fed(), held, scope()))) if held else {}

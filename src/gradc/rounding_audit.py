@@ -15,6 +15,7 @@ import numpy as np
 from .errors import GradcError
 from .executor import Executor, Scope
 from .executor.randomness import seed as seed_draws
+from .executor.selected_rows import as_dense
 from .float64_copies import float64_copy, widened
 from .ir import Program, VarType
 from .passes import Float64Pass
@@ -42,7 +43,8 @@ class OpRounding:
 
 
 def _relative(low, wide, dtype: int) -> float | None:
-    low, wide = np.asarray(widened(low, dtype == VarType.BF16)), np.asarray(wide)
+    # a sparse table gradient (SelectedRows) compared as the table it stands for
+    low, wide = np.asarray(as_dense(widened(low, dtype == VarType.BF16))), np.asarray(as_dense(wide))
     if low.shape != wide.shape or wide.dtype.kind != "f" or wide.size == 0:
         return None
     agree = (low == wide) | (np.isnan(low) & np.isnan(wide))   # the same infinity too: a causal mask's -inf

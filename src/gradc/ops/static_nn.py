@@ -77,7 +77,8 @@ def _nce_infer(ctx):
             "SampleLabels": ([x[0], samples], VarType.INT64)}
 
 
-# is_sparse gives Weight a dense gradient (gradc has no sparse rows), with the same values
+# is_sparse gives Weight a dense gradient, with the values of Paddle's rows; remote_prefetch is what
+# paddle.static.nn.nce writes with is_sparse, and runs locally without a parameter server's tables
 REMOTE = "parameter-server tables are not supported"
 defop("nce", ["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistProbs?", "CustomDistAlias?",
               "CustomDistAliasProbs?"], ["Cost", "SampleLogits!", "SampleLabels!"],
@@ -87,8 +88,7 @@ defop("nce", ["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistP
              "table_names": typed([], AttrType.STRINGS), "trainer_id": 0},
       no_grad_inputs=["Label", "SampleWeight", "CustomDistProbs", "CustomDistAlias", "CustomDistAliasProbs"],
       no_grad_outputs=["SampleLogits", "SampleLabels"], infer=_nce_infer,
-      unsupported_attrs={"remote_prefetch": REMOTE, "epmap": REMOTE, "table_names": REMOTE,
-                         "height_sections": REMOTE},
+      unsupported_attrs={"epmap": REMOTE, "table_names": REMOTE, "height_sections": REMOTE},
       grad=grad_op("Input", "Label", "Weight", "Bias", "SampleWeight", "CustomDistProbs", "CustomDistAlias",
                    "CustomDistAliasProbs", "SampleLogits", "SampleLabels"))
 
