@@ -7,8 +7,11 @@ engineer's week', written with Paddle 3.3.1's layers in legacy static mode (FLAG
   Adagrad (skipgram_<opt>_train.pb), 5 steps of 8 pairs each: losses and both tables after them.
 - nce.pb: skip-gram through paddle.static.nn.nce (uniform sampler, and custom_dist of the words' frequencies, seed
   fixed), SGD: Paddle's losses per step (its sampling is random).
+- nce_uniform_adam_lazy_*: nce.pb's uniform case trained by Adam(lazy_mode=True) (its is_sparse weight gradient
+  a SelectedRows of the sampled classes in Paddle).
 - hsigmoid.pb / hsigmoid_custom.pb: F.hsigmoid_loss over the default tree and over a custom path_table/path_code
-  (is_custom), SGD: losses and tables.
+  (is_sparse=True: Paddle's sparse kernel needs a custom tree), SGD: losses and tables; the custom tree by
+  Adam(lazy_mode=True) too.
 - transe.pb: TransE, L1 distance of h + r - t, F.margin_ranking_loss (margin 1) against corrupted triples, SGD; between
   the steps the entities renormalised to norm <= 1 by renorm.pb (its own program assigning into the table).
 - distmult.pb: DistMult with ComplEx's real/imaginary halves, F.softplus(-y * score), an entity Embedding with
@@ -95,7 +98,7 @@ def hsigmoid(custom):
         table = paddle.static.data("path_table", [-1, 3], "int64")
         code = paddle.static.data("path_code", [-1, 3], "int64")
         return paddle.mean(F.hsigmoid_loss(vectors, context, classes, weight, bias, path_table=table,
-                                           path_code=code))
+                                           path_code=code, is_sparse=True))
     return build
 
 
@@ -252,9 +255,13 @@ def main(out: Path) -> None:
                                               save_forward=optimizer == "sgd")
     for sampler in ("uniform", "custom_dist"):
         meta[f"nce_{sampler}"] = train(exe, out, f"nce_{sampler}", nce_loss(sampler), word_names, words, "sgd")
+    meta["nce_uniform_adam_lazy"] = train(exe, out, "nce_uniform", nce_loss("uniform"), word_names, words,
+                                          "adam_lazy", save_forward=False)
     meta["hsigmoid"] = train(exe, out, "hsigmoid", hsigmoid(False), word_names, words, "sgd")
     custom = {**words, "path_table": table, "path_code": code}
     meta["hsigmoid_custom"] = train(exe, out, "hsigmoid_custom", hsigmoid(True), word_names, custom, "sgd")
+    meta["hsigmoid_custom_adam_lazy"] = train(exe, out, "hsigmoid_custom", hsigmoid(True), word_names, custom,
+                                              "adam_lazy", save_forward=False)
     kg_names = tuple((name, 1) for name in kg)
     renorm = renorm_program()
     write_gz(out / "renorm.pb", without_callstacks(renorm))

@@ -36,6 +36,18 @@ def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[
     return found
 
 
+def sparse_padding_lookups(block: Block, names: list[str]) -> dict[str, str]:
+    """Each of ``names`` a sparse lookup with a padding id reads, with 'TYPE (block 0, op I) padding_idx P': Paddle's
+    sparse table gradient keeps the padding rows (the output gradient of their positions), where the loss does not
+    depend on them, so central differences give 0 there."""
+    found = {}
+    for index, op in enumerate(block.ops):
+        if op.type in ("lookup_table", "lookup_table_v2") and op.attrs.get("is_sparse") \
+                and op.attrs.get("padding_idx", -1) != -1 and op.inputs["W"][0] in names:
+            found[op.inputs["W"][0]] = f"{op.type} (block 0, op {index}) padding_idx {op.attrs['padding_idx']}"
+    return found
+
+
 def _is_float(block: Block, name: str) -> bool:
     var = block.find_var(name)
     return var is not None and var.dtype in DIFFERENTIABLE_DTYPES

@@ -24,8 +24,8 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
 
 
 def widened(value, bfloat16: bool = False):
-    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, a SelectedRows' with its rows, as float64 (complex128); a bfloat16
-    var's uint16 array (Paddle's bits) as its values; other values as they are."""
+    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, a SelectedRows' with its rows, as
+    float64 (complex128); a bfloat16 var's uint16 array (Paddle's bits) as its values; other values as they are."""
     if isinstance(value, LoDTensor):
         return LoDTensor(widened(value.array, bfloat16), value.lod)
     if isinstance(value, SelectedRows):   # a sparse table gradient: its rows kept

@@ -1,5 +1,6 @@
 """Which backward vars hold a SelectedRows (a sparse gradient), as Paddle's var-type inference decides: the
-table gradient of a lookup with is_sparse, and a sum whose addends are all SelectedRows."""
+table gradient of a lookup, nce or hierarchical_sigmoid with is_sparse, and a sum whose addends are all
+SelectedRows."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from operator import attrgetter
 from ..ir import Block, OpDesc, VarType
 
 # op -> its output slot that is sparse when the op has is_sparse
-SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD", "lookup_table_grad": "W@GRAD"}
+SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD", "lookup_table_grad": "W@GRAD", "nce_grad": "Weight@GRAD",
+                      "hierarchical_sigmoid_grad": "W@GRAD"}
 
 
 def mark_sparse_grads(block: Block, ops: list[OpDesc]) -> None:

@@ -49,6 +49,13 @@ class SelectedRows:
                f"height={self.height})"
 
 
+def selected(dense: np.ndarray, rows: np.ndarray) -> SelectedRows:
+    """The rows of a dense table gradient an op touched, once each, ascending (Paddle's is_sparse gradient of nce
+    and hierarchical_sigmoid: a row touched with a zero gradient is still selected, which lazy Adam updates)."""
+    rows = np.unique(rows).astype(np.int64)
+    return SelectedRows(rows, dense[rows], dense.shape[0])
+
+
 def as_dense(value):
     """A fetched value as an array: a SelectedRows, SparseCoo or SparseCsr as the tensor it stands for (what
     `gradc run --out` saves)."""

@@ -31,8 +31,8 @@ def _infer(ctx):
 
 
 # W_Out is W itself (Paddle's layer passes the same var): a hook for remote tables, left unchanged here.
-# PreOut, softplus of each step's logit, is what Paddle's grad reads. is_sparse gives W a dense gradient
-# (gradc has no sparse rows), with the same values.
+# PreOut, softplus of each step's logit, is what Paddle's grad reads. is_sparse gives W a SelectedRows gradient
+# (backward/sparse.py): the path nodes' rows.
 REMOTE = "parameter-server tables are not supported"
 defop("hierarchical_sigmoid", ["X", "W", "Label", "PathTable?", "PathCode?", "Bias?"], ["Out", "PreOut", "W_Out"],
       attrs={"num_classes": 2, "is_sparse": False, "epmap": typed([], AttrType.STRINGS),

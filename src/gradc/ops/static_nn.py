@@ -77,7 +77,7 @@ def _nce_infer(ctx):
             "SampleLabels": ([x[0], samples], VarType.INT64)}
 
 
-# is_sparse gives Weight a dense gradient, with the values of Paddle's rows; remote_prefetch is what
+# is_sparse gives Weight a SelectedRows gradient (backward/sparse.py): the sampled rows; remote_prefetch is what
 # paddle.static.nn.nce writes with is_sparse, and runs locally without a parameter server's tables
 REMOTE = "parameter-server tables are not supported"
 defop("nce", ["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistProbs?", "CustomDistAlias?",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..selected_rows import selected
 from . import kernel
 from .activation import sigmoid
 
@@ -65,6 +66,10 @@ def hierarchical_sigmoid_grad(k):
         np.add.at(total, node[on_path], values[on_path])
         return total.reshape(like.shape)
 
+    def dw():
+        grad = scatter(dz[:, :, None] * x[:, None, :], w)
+        return selected(grad, node[on_path]) if k.attr("is_sparse") else grad
+
     return k.grads({"X@GRAD": lambda: np.einsum("ns,nsd->nd", dz, w[node]),
-                    "W@GRAD": lambda: scatter(dz[:, :, None] * x[:, None, :], w),
+                    "W@GRAD": dw,
                     "Bias@GRAD": lambda: scatter(dz, k.x("Bias"))})

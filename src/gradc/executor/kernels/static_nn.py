@@ -10,6 +10,7 @@ import numpy as np
 from ...limits import check_shape
 from .. import paddle_random, randomness
 from ..paddle_random_dists import ScalarDraws
+from ..selected_rows import selected
 from . import kernel
 
 
@@ -208,7 +209,7 @@ def nce_grad(k):
     def dweight():
         grad = np.zeros(weight.shape, np.float64)
         np.add.at(grad, samples, dlogits[:, :, None] * x.astype(np.float64)[:, None, :])
-        return grad.astype(weight.dtype)
+        return selected(grad.astype(weight.dtype), samples) if k.attr("is_sparse") else grad.astype(weight.dtype)
 
     def dbias():
         bias = k.x("Bias")
