@@ -221,3 +221,17 @@ def test_the_lookup_exported_as_pir_runs_as_paddles_predictor(files):
     looked_up = np.load(files / "lookup.npz")["embedding_0.tmp_0"].reshape(30, -1)
     np.testing.assert_array_equal(looked_up[1:], table[1:])
     assert not looked_up[0].any()
+
+
+def test_info_says_which_tables_get_sparse_gradients_and_how_they_are_updated(files):
+    """Before, gradc info of Paddle's lazy-Adam training program said "training program (7 backward, 2 optimizer
+    ops)" and nothing of its SelectedRows gradients or lazy_mode (only gradc show's var list had them); a forward
+    program did not say which ops ask for sparse gradients. Now one line names them, with their update."""
+    shown = gradc_cli("info", files / "skipgram_adam_lazy_train.pb")
+    assert shown.returncode == 0, shown.stderr
+    assert ("sparse gradients (SelectedRows: only the rows a batch touches): embedding_0.w_0 (adam, lazy_mode), "
+            "embedding_0.w_1 (adam, lazy_mode)") in shown.stdout.splitlines()
+    facts = json.loads(gradc_cli("info", files / "hsigmoid_custom.pb", "--json").stdout)
+    assert facts["sparse_gradients"] == {"create_parameter_0.w_0": "hierarchical_sigmoid is_sparse",
+                                         "embedding_0.w_0": "lookup_table_v2 is_sparse"}
+    assert json.loads(gradc_cli("info", files / "transe.pb", "--json").stdout)["sparse_gradients"] == {}

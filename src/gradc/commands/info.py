@@ -11,7 +11,7 @@ import click
 
 from ..amp_loss import unscaled_loss
 from ..io import STDIO, detect_format, load, parse_program
-from ..ir import Block, Program, dtype_name
+from ..ir import Block, Program, VarType, dtype_name
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
@@ -46,9 +46,10 @@ def summary(program: str) -> dict:
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
     fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
+    kinds = op_kinds(block)
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
-            "ops": prog.num_ops(), "kind": _kind(Counter(op_kinds(block)), loss is not None),
+            "ops": prog.num_ops(), "kind": _kind(Counter(kinds), loss is not None),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
             "parameters_marked": bool(params),
@@ -59,26 +60,25 @@ def summary(program: str) -> dict:
             # trainable=False (a MoCo key encoder, a frozen backbone): parameters no backward gives a gradient
             "frozen_parameters": sorted(var.name for var in params if var.stop_gradient),
             # of a training program: what its optimizer ops write (a style transfer's image alone, its net frozen)
-            "trained_parameters": _trained(block, params),
+            "trained_parameters": _trained(block, kinds, params),
             "other_persistable": len(persistable) - len(params) if params else 0,
-            "other_persistable_kinds": _other_persistable(block, persistable) if params else {},
-            "optimizer": _optimizer(block),
+            "other_persistable_kinds": _other_persistable(block, kinds, persistable) if params else {},
+            "optimizer": _optimizer(block, kinds),
+            "sparse_gradients": _sparse_gradients(block, kinds),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
 
 
-def _trained(block: Block, params: list) -> list[str] | None:
+def _trained(block: Block, kinds: list[str], params: list) -> list[str] | None:
     """The parameters the optimizer ops write, or None for a program without them."""
-    kinds = op_kinds(block)
     if OPTIMIZER not in kinds:
         return None
     written = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     return sorted(var.name for var in params if var.name in written)
 
 
-def _optimizer(block: Block) -> dict | None:
+def _optimizer(block: Block, kinds: list[str]) -> dict | None:
     """A training program's update ops by type, the parameters an AdamW leaves undecayed (Paddle's
     apply_decay_param_fun writes with_decay False), a global-norm clip's norm, and whether ops write the rate."""
-    kinds = op_kinds(block)
     updates = [op for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
     if not updates:
         return None
@@ -96,10 +96,30 @@ def _optimizer(block: Block) -> dict | None:
             "learning_rates": rates, "rates_written": [name for name in rates if name in written]}
 
 
-def _other_persistable(block: Block, persistable: list) -> dict[str, int]:
+SPARSE_TABLE_SLOTS = ("W", "Weight")   # the table of a lookup, nce or hierarchical_sigmoid with is_sparse
+
+
+def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
+    """Each parameter whose gradient is a SelectedRows (Embedding(sparse=True), nce or hsigmoid with is_sparse),
+    with how it is updated: its optimizer op, and lazy_mode where that op has it on (the rows a batch touches only);
+    of a forward program, the op whose is_sparse asks for it."""
+    sparse = {}
+    for op, kind in zip(block.ops, kinds):
+        if kind == OPTIMIZER and op.inputs.get("Grad"):
+            grad = block.find_var(op.inputs["Grad"][0])
+            if grad is not None and grad.type == VarType.SELECTED_ROWS:
+                sparse[op.inputs["Param"][0]] = op.type + (", lazy_mode" if op.attr("lazy_mode") else "")
+        elif kind != OPTIMIZER and op.attr("is_sparse") and not op.type.endswith("_grad"):
+            for slot in SPARSE_TABLE_SLOTS:
+                sparse.setdefault(next(iter(op.inputs.get(slot, [])), None), f"{op.type} is_sparse")
+    sparse.pop(None, None)
+    return dict(sorted(sparse.items()))
+
+
+def _other_persistable(block: Block, kinds: list[str], persistable: list) -> dict[str, int]:
     """How many persistable vars that are no parameter the program keeps as an optimizer's state, writes (running
     statistics, counters), or only reads: a frozen weight (stop_gradient, Paddle's trainable=False)."""
-    updating = {name for op, kind in zip(block.ops, op_kinds(block)) if kind == OPTIMIZER
+    updating = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER
                 for name in (*op.input_names(), *op.output_names())}
     written = {name for op in block.ops for name in op.output_names()}
     counts = Counter("optimizer state" if var.name in updating else "written: statistics, counters"
@@ -136,6 +156,9 @@ def _lines(facts: dict) -> list[str]:
     lines += [f"  {_shown(var)}{'  *' if var['name'] in marked else ''}" for var in params[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
+    if facts["sparse_gradients"]:
+        lines.append("sparse gradients (SelectedRows: only the rows a batch touches): " + ", ".join(
+            f"{name} ({how})" for name, how in facts["sparse_gradients"].items()))
     lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
     if facts["optimizer"]:
         lines.append(_optimizer_line(facts["optimizer"]))
