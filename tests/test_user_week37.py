@@ -235,3 +235,27 @@ def test_info_says_which_tables_get_sparse_gradients_and_how_they_are_updated(fi
     assert facts["sparse_gradients"] == {"create_parameter_0.w_0": "hierarchical_sigmoid is_sparse",
                                          "embedding_0.w_0": "lookup_table_v2 is_sparse"}
     assert json.loads(gradc_cli("info", files / "transe.pb", "--json").stdout)["sparse_gradients"] == {}
+
+
+def test_the_skipgram_in_pir_mode_trains_to_paddles_steps(files):
+    """The skip-gram in Paddle 3's PIR static mode (nn.Embedding(sparse=True) both; paddle.static.nn.embedding and nce
+    are legacy-only there), Adam(lazy_mode=True): Paddle's PIR training program run by gradc, and gradc's compile
+    of the saved model.json, give Paddle's 5 losses to 1e-7 relative and its tables to 6e-8, the padding row
+    included: Paddle's PIR backward writes a dense pd_op.embedding_grad whatever sparse=True says (so lazy_mode moves
+    every row with a moment, and the padding row gets no gradient), and gradc's compile of it does the same (no
+    fault)."""
+    paddle = np.load(files / "pir_skipgram_paddle.npz")
+    compiled = gradc_cli("compile", files / "pir_skipgram_model.json", "-o", files / "pir_gradc.pb", "--optimizer",
+                         "adam", "--lr", 0.05, "--opt", "lazy_mode=True")
+    assert compiled.returncode == 0, compiled.stderr
+    for program, startup, loss in (("pir_skipgram_train.json", "pir_skipgram_startup.json", "loss"),
+                                   ("pir_gradc.pb", "pir_gradc.startup.pb", "fetch_name_0")):
+        run = gradc_cli("train", files / program, "--params", files / "pir_skipgram_params.npz", "--startup",
+                        files / startup, "--data", files / "words.npz", "--batch-size", 8, "--json", "--log-every", 1,
+                        "--save-params", files / "pir_trained.npz")
+        assert run.returncode == 0, run.stderr
+        losses = [line["values"][loss] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "step"]
+        np.testing.assert_allclose(losses, paddle["loss"], rtol=5e-7)
+        trained = np.load(files / "pir_trained.npz")
+        for name in trained.files:
+            np.testing.assert_allclose(trained[name], paddle[f"trained.{name}"], atol=1e-6, err_msg=name)

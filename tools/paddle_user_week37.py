@@ -19,6 +19,9 @@ engineer's week', written with Paddle 3.3.1's layers in legacy static mode (FLAG
 - neighbours.pb: cosine nearest neighbours of query words (topk 5 of the normalised table's products);
   kg_rank.pb: filtered ranks of the true tails (the known other tails masked), mean rank and hits@10.
 - embed_pir.json / .pdiparams: the trained centre-word lookup saved by paddle.jit.save (PIR) and run by the Predictor.
+- pir_skipgram_*: the skip-gram (two nn.Embedding(sparse=True)) in PIR static mode with Adam(lazy_mode=True), as
+  tools/paddle_pir_weeks.py saves a case: model.json, Paddle's train.json and startup.json, the start, Paddle's
+  losses and trained tables (its backward writes a dense pd_op.embedding_grad whatever sparse=True says).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week37.py tests/data/paddle/user_week37
 """
@@ -285,7 +288,31 @@ class Lookup(paddle.nn.Layer):
         return F.normalize(self.embedding(words), axis=-1)
 
 
+def pir_skipgram(feeds):
+    """skipgram's model in PIR, where paddle.static.nn.embedding and nce are refused (legacy layers): both tables
+    nn.Embedding(sparse=True), the centre words' padding_idx 0."""
+    centre, context, negatives = feeds
+    vectors = paddle.nn.Embedding(VOCAB, DIM, sparse=True, padding_idx=0)(centre)
+    targets = paddle.nn.Embedding(VOCAB, DIM, sparse=True)(paddle.concat([context, negatives], axis=1))
+    logits = paddle.sum(vectors * targets, axis=-1)
+    labels = paddle.concat([paddle.ones_like(logits[:, :1]), paddle.zeros_like(logits[:, 1:])], axis=1)
+    return {"loss": F.binary_cross_entropy_with_logits(logits, labels)}
+
+
 def main_pir(out: Path) -> None:
+    from paddle_pir_weeks import programs, save_case  # the PIR half only: it saves PIR programs
+
+    paddle.enable_static()
+    words = dict(np.load(out / "words.npz"))
+    names = (("centre", 1), ("context", 1), ("negatives", NEG))
+    built = programs(lambda: pir_skipgram([paddle.static.data(name, [-1, width], "int64") for name, width in names]),
+                     lambda: paddle.optimizer.Adam(0.05, lazy_mode=True), 37)
+    save_case(out / "pir_skipgram", built, [{key: value[step * BATCH:(step + 1) * BATCH]
+                                             for key, value in words.items()} for step in range(STEPS)])
+    for path in sorted((out / "pir_skipgram").iterdir()):   # flat, as the tests unpack a week's folder
+        path.rename(out / f"pir_skipgram_{path.name}")
+    (out / "pir_skipgram").rmdir()
+    paddle.disable_static()
     model = Lookup(np.load(out / "skipgram_adam_trained.npz")["embedding_0.w_0"])
     model.eval()
     paddle.jit.save(model, str(out / "embed_pir"), input_spec=[paddle.static.InputSpec([-1], "int64", "words")])
