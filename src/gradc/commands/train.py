@@ -9,6 +9,7 @@ import click
 import numpy as np
 
 from ..errors import GradcError, GradcWarning, Interrupted
+from ..executor.feeding import program_inputs
 from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
@@ -94,6 +95,9 @@ from .train_report import JsonLinesReporter
               "compiled without --optimizer by L-BFGS, as paddle.optimizer.LBFGS: each step up to max_iter iterations "
               "on its batch. ARGS: LBFGS's keyword arguments, e.g. \"max_iter=20, line_search_fn='strong_wolfe'\" "
               "(none: its defaults).")
+@click.option("--after-step", "after_steps", multiple=True, type=click.Path(), help="A program run on the trained "
+              "values after every step, unfed (a renormalisation: TransE's entities to norm <= 1, as a Paddle user's "
+              "loop runs it). Repeatable, in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead: an object per logged step (as "
               "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
               "where it saved.")
@@ -101,7 +105,7 @@ from .train_report import JsonLinesReporter
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
           checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, lbfgs_spec,
-          as_json, strict_params):
+          after_steps, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -150,7 +154,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     try:
         trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                           lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
-                          log_grad_norms=log_grad_norms, lbfgs=lbfgs)
+                          log_grad_norms=log_grad_norms, lbfgs=lbfgs, after_step=after_steps)
     except GradcError as exc:   # what L-BFGS finds missing in the program: said of the file
         if lbfgs is None or str(exc).startswith(str(program)):
             raise
@@ -170,6 +174,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                        params, program)
         if lr_schedule is None and lbfgs is None:
             _warn_of_a_zero_rate(trainer)
+    _check_after_steps(after_steps, trainer, params if resume is None else None)
     log = log_every or (1 if data is None else 10)
     reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log, bar=not log_grad_norms)
     try:
@@ -240,3 +245,17 @@ def _warn_of_a_zero_rate(trainer) -> None:
                           f"by the host, so give gradc train the same --lr-schedule (or --lr RATE)", GradcWarning,
                           stacklevel=2)
             return
+
+
+def _check_after_steps(paths, trainer, params) -> None:
+    """Refuse, before the first step, an --after-step program that reads inputs (it runs unfed) or, unless resumed
+    from a checkpoint (``params`` None), persistable vars the scope has no value of."""
+    for path, after in zip(paths, trainer.after_step):
+        inputs = program_inputs(after.global_block)
+        try:
+            if inputs:
+                raise GradcError(f"it reads the input(s) {', '.join(inputs)}, and runs unfed after each step")
+            if params is not None:
+                require_values(after, trainer.scope, (), params)
+        except GradcError as exc:
+            raise GradcError(f"--after-step program '{path}': {exc}") from None

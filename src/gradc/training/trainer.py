@@ -48,12 +48,14 @@ class Trainer:
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
                  executor: Executor | None = None, paddle_stream: bool = False, log_grad_norms: bool = False,
-                 lbfgs: LBFGS | None = None):
+                 lbfgs: LBFGS | None = None, after_step: Sequence[Program | str | os.PathLike] = ()):
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
         reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module).
         ``log_grad_norms``: measure each parameter's gradient every step (``grad_norms``, the reporters show it).
-        ``lbfgs``: each step is an L-BFGS step (gradc.training.lbfgs) of a program compiled without an optimizer."""
+        ``lbfgs``: each step is an L-BFGS step (gradc.training.lbfgs) of a program compiled without an optimizer.
+        ``after_step``: programs run on the scope, unfed, after every step (TransE's renormalisation, say)."""
         self.program = program if isinstance(program, Program) else load(program)
+        self.after_step = [after if isinstance(after, Program) else load(after) for after in after_step]
         if lbfgs is not None and lr_schedule is not None:
             raise GradcError("L-BFGS takes no learning-rate schedule: its learning_rate is the first trial step")
         reason = None if lbfgs is not None else updates_nothing(self.program)
@@ -105,6 +107,8 @@ class Trainer:
                 values = self.executor.run(self.program, feed, fetch, self.scope)
         except NonFiniteError as exc:
             raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, self.step + 1, exc.detail) from None
+        for after in self.after_step:
+            self.executor.run(after, {}, [], self.scope)
         self.step += 1
         if self.gradient_pairs:
             overflowed = bool(self.overflow_flag) and bool(np.asarray(values[-1]).any())
