@@ -109,6 +109,9 @@ class OpDef:
     # output slots Paddle declares with a made-up rank where a shape tensor gives their dims (affine_grid's Output
     # of an OutputShape, [-1, -1, -1, -1, 3] for a 2-D grid): checks carry the inferred shape instead
     runtime_rank_outputs: frozenset[str] = frozenset()
+    # output slots that name an input var and leave its value as it is (hierarchical_sigmoid's W_Out, a hook for
+    # remote tables): no write a backward must keep the value from
+    alias_outputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

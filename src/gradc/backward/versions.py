@@ -122,6 +122,9 @@ class Versions:
             return
         inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
         names, in_place = inputs | outputs, inputs & outputs
+        aliases = registry.get(fwd.type).alias_outputs if in_place else ()
+        if aliases:   # an output naming its input unchanged (hsigmoid's W_Out = W): the input keeps its value
+            in_place = in_place.difference(*(fwd.outputs.get(slot, ()) for slot in aliases))
         for grad_op in grad_ops:
             for slot, args in grad_op.inputs.items():
                 for pos, name in enumerate(args):

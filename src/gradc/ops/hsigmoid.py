@@ -39,5 +39,6 @@ defop("hierarchical_sigmoid", ["X", "W", "Label", "PathTable?", "PathCode?", "Bi
              "height_sections": typed([], AttrType.LONGS), "table_names": typed([], AttrType.STRINGS),
              "trainer_id": 0},
       no_grad_inputs=["Label", "PathTable", "PathCode"], no_grad_outputs=["PreOut", "W_Out"], infer=_infer,
+      alias_outputs=["W_Out"],
       unsupported_attrs={"epmap": REMOTE, "table_names": REMOTE, "height_sections": REMOTE},
       grad=grad_op("X", "W", "Label", "PathTable", "PathCode", "Bias", "PreOut"))
