@@ -102,18 +102,18 @@ SPARSE_TABLE_SLOTS = ("W", "Weight")   # the table of a lookup, nce or hierarchi
 def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
     """Each parameter whose gradient is a SelectedRows (Embedding(sparse=True), nce or hsigmoid with is_sparse),
     with how it is updated: its optimizer op, and lazy_mode where that op has it on (the rows a batch touches only);
-    of a forward program, the op whose is_sparse asks for it."""
-    sparse = {}
+    of a forward program, the op whose is_sparse asks for it (a training program's gradient may be dense all the
+    same: gradc's PIR writes are)."""
+    updated, asked = {}, {}
     for op, kind in zip(block.ops, kinds):
         if kind == OPTIMIZER and op.inputs.get("Grad"):
             grad = block.find_var(op.inputs["Grad"][0])
             if grad is not None and grad.type == VarType.SELECTED_ROWS:
-                sparse[op.inputs["Param"][0]] = op.type + (", lazy_mode" if op.attr("lazy_mode") else "")
+                updated[op.inputs["Param"][0]] = op.type + (", lazy_mode" if op.attr("lazy_mode") else "")
         elif kind != OPTIMIZER and op.attr("is_sparse") and not op.type.endswith("_grad"):
-            for slot in SPARSE_TABLE_SLOTS:
-                sparse.setdefault(next(iter(op.inputs.get(slot, [])), None), f"{op.type} is_sparse")
-    sparse.pop(None, None)
-    return dict(sorted(sparse.items()))
+            asked.update((op.inputs[slot][0], f"{op.type} is_sparse") for slot in SPARSE_TABLE_SLOTS
+                         if op.inputs.get(slot))
+    return dict(sorted((updated if OPTIMIZER in kinds else asked).items()))
 
 
 def _other_persistable(block: Block, kinds: list[str], persistable: list) -> dict[str, int]:

@@ -8,7 +8,9 @@ operands. Control flow and its gradients become regions (gradc.pir.export_contro
 
 from __future__ import annotations
 
-from ..errors import ProgramError, op_location
+import warnings
+
+from ..errors import GradcNotice, ProgramError, op_location
 from ..ir import EMPTY_VAR, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
@@ -24,8 +26,9 @@ from .naming import training_names
 from .table.quant_rows import UNNAMED_STATE_TYPES
 from .table.rows import EXPORTS
 
-# PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's grad)
-_DENSE_RESULTS = {"pd_op.embedding_grad"}
+# PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's, nce's or
+# hsigmoid's weight grad: table/hooks.dense_weight_grad)
+_DENSE_RESULTS = {"pd_op.embedding_grad", "pd_op.nce_grad", "pd_op.hsigmoid_loss_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
 _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
                          ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ()),
@@ -34,6 +37,18 @@ _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_d
 
 def to_module(program: Program, fetch: list[str] | tuple = (), training_outputs: bool = True) -> Module:
     return Exporter(program).run(fetch, training_outputs)
+
+
+def _note_dense_sparse_grads(block: LegacyBlock) -> None:
+    """Say which SelectedRows gradients an optimizer reads that the PIR file holds dense (as Paddle's PIR backward
+    writes an Embedding(sparse=True)'s): lazy Adam, and the other sparse update rules, then see every row."""
+    dense = sorted(op.input("Param")[0] for op in block.ops if op.type != "sgd"   # its sparse rule is the dense one
+                   and op.inputs.get("Grad") and op.inputs.get("Param")
+                   and getattr(block.find_var(op.input("Grad")[0]), "type", None) == VarType.SELECTED_ROWS)
+    if dense:
+        warnings.warn(f"PIR holds the sparse (SelectedRows) gradients of {', '.join(dense)} dense, as Paddle's PIR "
+                      f"backward writes them: their optimizer updates every row (lazy_mode included), not the rows "
+                      f"a batch touches; a .pb keeps them sparse", GradcNotice, stacklevel=2)
 
 
 class Exporter(InputsExport):
@@ -56,6 +71,7 @@ class Exporter(InputsExport):
         """``training_outputs``: fetch the loss and gradients too (not in an inference model that keeps backward
         ops for a fetched derivative: its outputs are its fetch ops)."""
         check_exportable(self.program)
+        _note_dense_sparse_grads(self.block)
         self._inputs()
         trained = training_names(self.program) if training_outputs else []
         self.fetched_at_end = {*fetch, *trained}

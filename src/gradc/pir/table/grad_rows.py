@@ -4,7 +4,7 @@ directions. A grad the program does not need is a NULL-typed PIR result and an e
 from __future__ import annotations
 
 from . import row
-from .hooks import batch_norm_affine, transpose_grad_as_transpose
+from .hooks import batch_norm_affine, dense_weight_grad, transpose_grad_as_transpose
 from .nn_rows import BATCH_NORM, CONV, RNN
 from .shape_rows import ENDS, STARTS, STRIDED_BOUNDS
 
@@ -184,7 +184,7 @@ ROWS = [
         "ignore_index:i64 reduction:str"),
     row("pd_op.hsigmoid_loss_grad", "hierarchical_sigmoid_grad",
         "x:X w:W label:Label path?:PathTable code?:PathCode bias?:Bias pre_out:PreOut out_grad:Out@GRAD",
-        "x_grad:X@GRAD w_grad:W@GRAD bias_grad:Bias@GRAD", "num_classes:i32 is_sparse:bool"),
+        "x_grad:X@GRAD w_grad:W@GRAD bias_grad:Bias@GRAD", "num_classes:i32 is_sparse:bool", back=dense_weight_grad),
     row("pd_op.warpctc_grad", "warpctc_grad",
         "logits:Logits logits_length?:LogitsLength warpctcgrad:WarpCTCGrad loss_grad:Loss@GRAD",
         "logits_grad:Logits@GRAD", "blank:i32 norm_by_times:bool"),

@@ -252,6 +252,15 @@ def without_w_out(legacy, exporter):
     return copy
 
 
+def dense_weight_grad(legacy, exporter):
+    """nce_grad and hsigmoid_loss_grad with is_sparse write their weight's gradient dense, as export writes a
+    sparse embedding's (pd_op.embedding_grad): Paddle's PIR kernels would make it SelectedRows, which its fetch of
+    the gradients refuses ("FeedOp, FetchOp ... can only output a dense tensor")."""
+    copy = legacy.copy()
+    copy.set_attr("is_sparse", False)
+    return copy
+
+
 def reads_an_array(legacy, exporter) -> bool:
     """Legacy sum and assign take tensor arrays too; PIR has add_n_array and assign_array for them (Paddle 3.3.1's
     pd_op.assign of an array fails: `Unsupported sharing meta for TensorArray`)."""

@@ -5,7 +5,7 @@ check_numerics (gradc.ops.debug)."""
 from __future__ import annotations
 
 from . import row
-from .hooks import viterbi_types
+from .hooks import dense_weight_grad, viterbi_types
 
 NCE_INPUTS = ("input:Input label:Label weight:Weight bias?:Bias sample_weight?:SampleWeight "
               "custom_dist_probs?:CustomDistProbs custom_dist_alias?:CustomDistAlias "
@@ -30,7 +30,7 @@ ROWS = [
         "input:Input label:Label bias?:Bias weight:Weight sample_logits:SampleLogits sample_labels:SampleLabels "
         "sample_weight?:SampleWeight custom_dist_probs?:CustomDistProbs custom_dist_alias?:CustomDistAlias "
         "custom_dist_alias_probs?:CustomDistAliasProbs cost_grad:Cost@GRAD",
-        "input_grad:Input@GRAD bias_grad:Bias@GRAD weight_grad:Weight@GRAD", NCE_ATTRS),
+        "input_grad:Input@GRAD bias_grad:Bias@GRAD weight_grad:Weight@GRAD", NCE_ATTRS, back=dense_weight_grad),
     row("pd_op.row_conv", "row_conv", "x:X filter:Filter"),
     row("pd_op.row_conv_grad", "row_conv_grad", "x:X filter:Filter out_grad:Out@GRAD",
         "x_grad:X@GRAD filter_grad:Filter@GRAD"),
