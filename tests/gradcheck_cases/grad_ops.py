@@ -46,6 +46,16 @@ CASES = [
       for type, x in (("sin_double_grad", r.standard_normal((3, 4))), ("cos_double_grad", r.standard_normal((3, 4))),
                       ("square_grad_grad", r.standard_normal((3, 4))),
                       ("log_grad_grad", r.uniform(0.5, 2.0, (3, 4))))),
+    # and of activations with attributes: an SDF's Eikonal loss through softplus (beta 10), part past its threshold
+    *(Case(type, {"X": x, "grad_out": r.standard_normal((3, 4)), "grad_x@GRAD": r.standard_normal((3, 4))}, attrs)
+      for type, x, attrs in (("softplus_double_grad", r.uniform(-1, 1, (3, 4)), {"beta": 10.0, "threshold": 20.0}),
+                             ("softplus_double_grad", away_from_zero(3, 4) + 1.0, {"beta": 2.0, "threshold": 2.0}),
+                             ("elu_grad_grad", away_from_zero(3, 4), {"alpha": 0.7}),
+                             ("celu_grad_grad", away_from_zero(3, 4), {"alpha": -0.5}),
+                             ("pow_double_grad", r.uniform(0.5, 2.0, (3, 4)), {"factor": 2.5}))),
+    Case("pow_double_grad", {"X": r.uniform(0.5, 2.0, (2, 3)), "FactorTensor": np.array([3.0]),
+                             "grad_out": r.standard_normal((2, 3)), "grad_x@GRAD": r.standard_normal((2, 3))},
+         wrt=["X", "grad_out", "grad_x@GRAD"]),
     # Paddle's third-derivative ops: the grads of tanh_grad_grad's and elementwise_mul_grad_grad's outputs
     Case("tanh_triple_grad", {"Out": np.tanh(r.standard_normal((3, 4))), "grad_out_forward": r.standard_normal((3, 4)),
                               "grad_x_grad_forward": r.standard_normal((3, 4)),

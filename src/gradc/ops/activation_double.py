@@ -115,7 +115,7 @@ def _silu(f, g, x, p):
     return f.mul(ds, f.scale(f.mul(x, f.scale(s, -2.0, 1.0), x), 1.0, 2.0), x)
 
 
-def _softplus(f, g, x, p):
+def softplus_second(f, g, x, p):
     """f' = sigmoid(beta x) up to the threshold of beta x, 1 past it: f'' = beta s (1 - s) there, else 0."""
     beta, threshold = g.attr("beta"), g.attr("threshold")
     s = f.unary("sigmoid", f.scale(x, beta))
@@ -194,11 +194,11 @@ unary_double("log_grad", _log)
 unary_double("sqrt_grad", _sqrt)
 unary_double("elu_grad", _elu, flat=("X",))
 unary_double("silu_grad", _silu, flat=("Out",))   # gradc's kernel reads X only
-unary_double("softplus_grad", _softplus)
+unary_double("softplus_grad", softplus_second)
 unary_double("gelu_grad", _gelu)
 
 
-def _pow(f, g, x, p):
+def pow_second(f, g, x, p):
     """f' = k x^(k-1): f'' p = k (pow_grad with factor k - 1 of p), by the FactorTensor when there is one."""
     factor = first(g.I("FactorTensor"))
     if factor is None:
@@ -209,7 +209,7 @@ def _pow(f, g, x, p):
     return f.mul(once, factor, x)
 
 
-unary_double("pow_grad", _pow, flat=("FactorTensor",))
+unary_double("pow_grad", pow_second, flat=("FactorTensor",))
 
 
 def softmax_grad_maker(g):
@@ -245,7 +245,7 @@ defgrad("softmax_grad", grad=softmax_grad_maker)
 defgrad("log_softmax_grad", grad=_log_softmax)
 
 
-def _celu(f, g, x, p):
+def celu_second(f, g, x, p):
     """f' = exp(x / alpha) where x <= 0, 1 past it: f'' p = (celu_grad - the part past 0) / alpha."""
     once = f.op("celu_grad", {"X": x, "Out@GRAD": p}, x, slot="X@GRAD", same=True)
     above = f.op("relu_grad", {"Out": x, "Out@GRAD": p}, x, slot="X@GRAD")
@@ -276,6 +276,6 @@ unary_double("cos_grad", lambda f, g, x, p: f.scale(f.op("sin_grad", {"X": x, "O
                                                     -1.0))                                              # -cos x
 unary_double("selu_grad", lambda f, g, out, p: f.sub(p, f.op("relu_grad", {"Out": out, "Out@GRAD": p}, p,
                                                               slot="X@GRAD"), p))   # d/d(out) = 1 where out <= 0
-unary_double("celu_grad", _celu)
+unary_double("celu_grad", celu_second)
 unary_double("mish_grad", _mish)
 unary_double("hard_swish_grad", _hard_swish)

@@ -1,15 +1,17 @@
 """Paddle's legacy second-derivative ops of unary math, as `paddle.static.gradients` of a gradient writes them into a
 program (a PINN's Laplacian through a sin activation): `sin_double_grad`, `cos_double_grad`, `square_grad_grad`,
-`log_grad_grad`. Slots are Paddle 3.3.1's: X, grad_out (the first grad op's dOut) and grad_x@GRAD (ddX, the grad of
-its X@GRAD = dOut f'(X)); grad_out@GRAD = f'(X) ddX and X@GRAD = f''(X) dOut ddX. Each is written with grad ops that
-have makers (``expansion``), so a training step of such a loss takes third derivatives. Kernels:
-gradc.executor.kernels.double_grad_unary.
+`log_grad_grad`, and of activations with attributes, `softplus_double_grad` (an SDF's Eikonal loss through a softplus
+MLP), `elu_grad_grad`, `celu_grad_grad`, `pow_double_grad`. Slots are Paddle 3.3.1's: X, grad_out (the first grad
+op's dOut) and grad_x@GRAD (ddX, the grad of its X@GRAD = dOut f'(X)); grad_out@GRAD = f'(X) ddX and
+X@GRAD = f''(X) dOut ddX. Each is written with grad ops that have makers (``expansion``), so a training step of such a
+loss takes third derivatives. Kernels: gradc.executor.kernels.double_grad_unary.
 """
 
 from __future__ import annotations
 
 from ..registry import defgrad
-from . import activation_double, math  # noqa: F401  (the grad ops these differentiate, with their makers)
+from . import math  # noqa: F401  (the grad ops these differentiate, with their makers)
+from .activation_double import celu_second, pow_second, softplus_second
 from .composite import expansion, first
 
 
@@ -17,27 +19,59 @@ def _grad(f, type: str, x: str, dout: str) -> str:
     return f.op(type, {"X": x, "Out@GRAD": dout}, x, slot="X@GRAD")
 
 
-def _unary_again(first_grad: str, second):
-    """grad_out@GRAD = first_grad at dOut = ddX; X@GRAD = second(f, x, p), f''(x) p at p = dOut ddX."""
+def _log_second(f, g, x, p):
+    return f.scale(_grad(f, "log_grad", x, _grad(f, "log_grad", x, p)), -1.0)   # -p / x^2
+
+
+def _elu_grad(f, x: str, dout: str) -> str:
+    """elu_grad reads the forward's Out, which elu_grad_grad does not carry: recomputed from X."""
+    out = f.op("elu", {"X": x}, x, same=True)
+    return f.op("elu_grad", {"X": x, "Out": out, "Out@GRAD": dout}, x, slot="X@GRAD", same=True)
+
+
+def _elu_second(f, g, x, p):
+    return f.sub(_elu_grad(f, x, p), f.op("relu_grad", {"Out": x, "Out@GRAD": p}, x, slot="X@GRAD"), x)  # alpha e^x p
+
+
+def _plain_grad(forward: str):
+    """The forward's grad op at (X, dOut), of an op without attributes."""
+    return lambda f, g, x, dout: _grad(f, forward + "_grad", x, dout)
+
+
+def _first_grad(forward: str):
+    """The forward's grad op at (X, dOut), with the double-grad op's attributes (beta, alpha, factor), FactorTensor."""
+
+    def first_grad(f, g, x: str, dout: str) -> str:
+        factor = {"FactorTensor": g.I("FactorTensor")} if g.I("FactorTensor") else {}
+        return f.op(forward + "_grad", {"X": x, "Out@GRAD": dout, **factor}, x, slot="X@GRAD", same=True)
+
+    return first_grad
+
+
+def _again(first_grad, second):
+    """grad_out@GRAD = first_grad at dOut = ddX; X@GRAD = second(f, g, x, p), f''(x) p at p = dOut ddX."""
 
     def expand(f, g):
         x, dout, ddx = (first(g.I(slot)) for slot in ("X", "grad_out", "grad_x@GRAD"))
-        return {"grad_out@GRAD": _grad(f, first_grad, x, ddx), "X@GRAD": second(f, x, f.mul(dout, ddx, x))}
+        return {"grad_out@GRAD": first_grad(f, g, x, ddx), "X@GRAD": second(f, g, x, f.mul(dout, ddx, x))}
 
     return expansion(expand)
 
 
-def _log_second(f, x, p):
-    return f.scale(_grad(f, "log_grad", x, _grad(f, "log_grad", x, p)), -1.0)   # -p / x^2
+# forward -> (its second-derivative op, the first grad, d/dx of the first grad times p, optional inputs)
+SECOND = {"sin": ("sin_double_grad", _plain_grad("sin"), lambda f, g, x, p: _grad(f, "cos_grad", x, p), ()),  # -sin x
+          "cos": ("cos_double_grad", _plain_grad("cos"),
+                  lambda f, g, x, p: f.scale(_grad(f, "sin_grad", x, p), -1.0), ()),  # -cos x
+          "square": ("square_grad_grad", _plain_grad("square"), lambda f, g, x, p: f.scale(p, 2.0), ()),
+          "log": ("log_grad_grad", _plain_grad("log"), _log_second, ()),
+          "softplus": ("softplus_double_grad", _first_grad("softplus"), softplus_second, ()),
+          "elu": ("elu_grad_grad", lambda f, g, x, dout: _elu_grad(f, x, dout), _elu_second, ()),
+          "celu": ("celu_grad_grad", _first_grad("celu"), celu_second, ()),
+          "pow": ("pow_double_grad", _first_grad("pow"), pow_second, ("FactorTensor?",))}
 
-
-SECOND = {"sin": ("sin_double_grad", lambda f, x, p: _grad(f, "cos_grad", x, p)),                  # -sin x
-          "cos": ("cos_double_grad", lambda f, x, p: f.scale(_grad(f, "sin_grad", x, p), -1.0)),  # -cos x
-          "square": ("square_grad_grad", lambda f, x, p: f.scale(p, 2.0)),
-          "log": ("log_grad_grad", _log_second)}
-
-for _forward, (_type, _second) in SECOND.items():
-    defgrad(_type, inputs=["X", "grad_out", "grad_x@GRAD"], outputs=["X@GRAD", "grad_out@GRAD"],
+for _forward, (_type, _first, _second, _optional) in SECOND.items():
+    defgrad(_type, inputs=["X", "grad_out", "grad_x@GRAD", *_optional], outputs=["X@GRAD", "grad_out@GRAD"],
             infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X")),
                                "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
-            grad=_unary_again(_forward + "_grad", _second), of=_forward + "_grad")
+            grad=_again(_first, _second), no_grad_inputs=[slot.rstrip("?") for slot in _optional],
+            of=_forward + "_grad")
