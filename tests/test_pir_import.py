@@ -269,6 +269,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for path in sorted((PIR_DATA.parent / "gpu_build").glob("*/*.json.gz"))]
     files += [gzip.decompress(path.read_bytes())   # four users' weeks in PIR (MAML's *_double_grad ops)
               for path in sorted((PIR_DATA.parent / "pir_weeks").glob("*/*.json.gz"))]
+    files += [gzip.decompress(path.read_bytes())   # week 39's Eikonal losses: sin's, softplus', elu's, ... double grads
+              for path in sorted((PIR_DATA.parent / "user_week39" / "pir").glob("*.json.gz"))]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "tensor_parallel").glob("**/*.json")   # collectives
               if path.name != "meta.json"]
     files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast

@@ -17,6 +17,7 @@ from fixtures import DATA
 
 WEEK = DATA / "user_week39"
 META = json.loads((WEEK / "meta.json").read_text())
+PIR_LOSSES = json.loads((WEEK / "pir" / "losses.json").read_text())
 NERFS = ("nerf", "fine")
 SDFS = ("sdf_sine", "sdf_softplus", "sdf_tanh")
 SCHEDULE = "ExponentialDecay(learning_rate=0.01, gamma=0.9)"
@@ -27,7 +28,7 @@ DOUBLES = ("softplus", "elu", "celu", "pow", "tanh", "sin", "sigmoid")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; feeds of the first batch."""
     out = tmp_path_factory.mktemp("week39")
-    for folder in (WEEK, *(WEEK / model for model in NERFS + SDFS)):
+    for folder in (WEEK, WEEK / "pir", *(WEEK / model for model in NERFS + SDFS)):
         target = out / folder.relative_to(WEEK)
         target.mkdir(exist_ok=True)
         for path in folder.iterdir():
@@ -98,6 +99,18 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
 
 
+@pytest.mark.parametrize("act", ("sine", "softplus", "tanh"))
+def test_paddles_pir_sdf_training_programs_train_in_gradc(files, act):
+    """The SDFs built in Paddle 3's PIR static mode: its own minimize() programs hold pd_op.sin_double_grad and
+    pd_op.softplus_double_grad, which gradc could not translate ("1 PIR op type(s) gradc cannot translate:
+    pd_op.softplus_double_grad"); now the three train from Paddle's initial weights to its 5 losses (1e-6)."""
+    folder = files / "pir"
+    run = gradc_cli("train", folder / f"{act}_train.json", "--startup", folder / f"{act}_startup.json", "--params",
+                    folder / f"{act}_init.npz", "--data", files / "sdf_sine" / "data.npz", "--batch-size", 32,
+                    "--json", "--log-every", 1)
+    np.testing.assert_allclose(_losses(run), PIR_LOSSES[act], rtol=1e-6)
+
+
 @pytest.mark.parametrize("act", DOUBLES)
 def test_second_derivative_ops_give_paddles_gradients(files, act):
     """sum(v * grad_x sum(w * act(x))) differentiated to x and w in float64: Paddle's own program (its
@@ -118,6 +131,19 @@ def test_second_derivative_ops_give_paddles_gradients(files, act):
         ours = np.load(files / f"double_{act}_{result}.npz")
         for var in "xw":
             np.testing.assert_allclose(ours[var], paddle[f"{act}_{var}"], rtol=1e-12, atol=1e-12, err_msg=result)
+
+
+@pytest.mark.parametrize("act", DOUBLES + ("cos", "log"))
+def test_pir_second_derivative_ops_give_paddles_gradients(files, act):
+    """The same programs built in PIR (save_inference_model, the two gradients fetched): gradc translates and runs
+    pd_op.softplus_double_grad, elu_double_grad, celu_double_grad, pow_double_grad, sin_double_grad, cos_double_grad
+    and log_double_grad (before, 'gradc cannot translate' each) to Paddle's gradients to 1e-12."""
+    feed = files / ("double_pow_feed.npz" if act in ("pow", "log") else "double_feed.npz")
+    run = gradc_cli("run", files / "pir" / f"double_{act}.json", "--feed", feed, "-o", files / f"pir_{act}.npz")
+    assert run.returncode == 0, run.stderr
+    ours, paddle = np.load(files / f"pir_{act}.npz"), np.load(files / "pir" / "double.npz")
+    for index, var in enumerate("xw"):
+        np.testing.assert_allclose(ours[f"fetch_name_{index}"], paddle[f"{act}_{var}"], rtol=1e-12, atol=1e-12)
 
 
 def test_compile_wrt_names_the_gradient_it_writes(files):

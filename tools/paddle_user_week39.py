@@ -21,6 +21,10 @@
 - nerf_pir.json / .pdiparams: a NeRF renderer in dygraph (a second interpreter, PIR mode), saved by
   paddle.jit.save and run by the Predictor on 16 rays, with its IR passes and without (plain_*), and the dygraph
   outputs (dygraph_*) (predictor_pir.npz).
+- pir/<act>_train.json, _startup.json, _init.npz, losses.json: the SDFs built again in PIR static mode, Paddle's
+  own minimize() programs (pd_op.sin_double_grad, softplus_double_grad, tanh_double_grad), 5 steps' losses;
+  pir/double_<act>.json (cos and log too) and double.npz: the double_<act> programs in PIR (save_inference_model,
+  the gradients to x and w fetched) and Paddle's values of them.
 
 Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own, after minimize), startup.pb, init.npz,
 data.npz, trained.npz, the losses in meta.json.
@@ -30,12 +34,14 @@ data.npz, trained.npz, the losses in meta.json.
 
 import gzip
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
+from paddle.base import core
 from paddle_programs import pir_half, predict, script_main, without_callstacks
 
 RAYS, SAMPLES, FINE, FREQS, HIDDEN, STEPS = 16, 8, 8, 3, 16, 6
@@ -140,7 +146,7 @@ class Sine(nn.Layer):
         return paddle.sin(30.0 * x)
 
 
-def sdf_program(activation: str):
+def sdf_program(activation: str, names: bool = True):
     points = paddle.static.data("points", [-1, 3], "float32")
     points.stop_gradient = False
     if activation == "sine":
@@ -159,7 +165,7 @@ def sdf_program(activation: str):
     eikonal = paddle.mean(paddle.square(paddle.linalg.norm(grad, axis=-1) - 1.0))
     truth = paddle.linalg.norm(points, axis=-1, keepdim=True) - 0.5
     loss = F.mse_loss(sdf, truth) + 0.1 * eikonal
-    return loss, {"sdf": sdf.name, "eikonal": eikonal.name, "grad": grad.name}
+    return (loss, {"sdf": sdf.name, "eikonal": eikonal.name, "grad": grad.name}) if names else loss
 
 
 def train_model(out: Path, name: str, build, data: dict, batch: int, steps: int, optimizer, exe) -> dict:
@@ -271,6 +277,55 @@ def main(out: Path) -> None:
     pir_half(__file__, out)
 
 
+def sdf_pir(out: Path) -> None:
+    """The SDFs again in PIR static mode: Paddle's own training programs (pd_op.sin_double_grad,
+    softplus_double_grad, tanh_double_grad in them), startups, initial weights and 5 steps' losses."""
+    folder = out / "pir"
+    folder.mkdir(exist_ok=True)
+    points = np.load(out / "sdf_sine" / "data.npz")["points"]
+    losses = {}
+    for activation in ("sine", "softplus", "tanh"):
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+            paddle.seed(39)
+            # the loss only: a PIR value has no name to record
+            loss = sdf_program(activation, names=False)
+            paddle.optimizer.Adam(1e-3).minimize(loss)
+        exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            exe.run(startup)
+            names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+            np.savez(folder / f"{activation}_init.npz", **{n: np.array(scope.find_var(n).get_tensor()) for n in names})
+            losses[activation] = [float(exe.run(main, feed={"points": points[step * POINTS:(step + 1) * POINTS]},
+                                                fetch_list=[loss])[0]) for step in range(SDF_STEPS)]
+        for name, program in (("train", main), ("startup", startup)):
+            with tempfile.TemporaryDirectory() as tmp:
+                core.serialize_pir_program(program, f"{tmp}/p.json", True, False, True)
+                write_gz(folder / f"{activation}_{name}.json", Path(f"{tmp}/p.json").read_bytes())
+    (folder / "losses.json").write_text(json.dumps(losses, indent=1) + "\n")
+
+
+def double_grad_pir(out: Path) -> None:
+    """The second-derivative programs of double_grad_programs in PIR static mode, saved by save_inference_model with
+    the two gradients as fetches (pir/double_<act>.json), and Paddle's values of them (pir/double.npz)."""
+    feeds = np.load(out / "double.npz")
+    results = {}
+    for name, act in {**DOUBLE, "cos": paddle.cos, "log": paddle.log}.items():
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        feed = {"x": np.abs(feeds["x"]) if name in ("pow", "log") else feeds["x"], "w": feeds["w"], "v": feeds["v"]}
+        with paddle.static.program_guard(main, startup):
+            xv, wv, vv = (paddle.static.data(n, [3, 4], "float64") for n in ("x", "w", "v"))
+            xv.stop_gradient = wv.stop_gradient = False
+            (grad,) = paddle.static.gradients(paddle.sum(act(xv) * wv), xv)
+            grads = paddle.static.gradients(paddle.sum(grad * vv), [xv, wv])
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        results[f"{name}_x"], results[f"{name}_w"] = exe.run(main, feed=feed, fetch_list=grads)
+        with tempfile.TemporaryDirectory() as tmp:
+            paddle.static.save_inference_model(f"{tmp}/m", [xv, wv, vv], grads, exe, program=main)
+            write_gz(out / "pir" / f"double_{name}.json", Path(f"{tmp}/m.json").read_bytes())
+    np.savez(out / "pir" / "double.npz", **results)
+
+
 def main_pir(out: Path) -> None:
     """A NeRF renderer (its layers' own initial weights, paddle.seed(39)), saved by paddle.jit.save and run by the
     Predictor."""
@@ -305,6 +360,9 @@ def main_pir(out: Path) -> None:
              **{f"dygraph_{i}": value.numpy() for i, value in enumerate(dygraph)})
     write_gz(out / "nerf_pir.json", (out / "nerf_pir.json").read_bytes())
     (out / "nerf_pir.json").unlink()
+    paddle.enable_static()
+    sdf_pir(out)
+    double_grad_pir(out)
 
 
 if __name__ == "__main__":

@@ -58,19 +58,21 @@ def _again(first_grad, second):
     return expansion(expand)
 
 
-# forward -> (its second-derivative op, the first grad, d/dx of the first grad times p, optional inputs)
-SECOND = {"sin": ("sin_double_grad", _plain_grad("sin"), lambda f, g, x, p: _grad(f, "cos_grad", x, p), ()),  # -sin x
+# forward -> (its second-derivative op, the first grad, d/dx of the first grad times p, optional inputs, attributes)
+SECOND = {"sin": ("sin_double_grad", _plain_grad("sin"), lambda f, g, x, p: _grad(f, "cos_grad", x, p), (), None),
           "cos": ("cos_double_grad", _plain_grad("cos"),
-                  lambda f, g, x, p: f.scale(_grad(f, "sin_grad", x, p), -1.0), ()),  # -cos x
-          "square": ("square_grad_grad", _plain_grad("square"), lambda f, g, x, p: f.scale(p, 2.0), ()),
-          "log": ("log_grad_grad", _plain_grad("log"), _log_second, ()),
-          "softplus": ("softplus_double_grad", _first_grad("softplus"), softplus_second, ()),
-          "elu": ("elu_grad_grad", lambda f, g, x, dout: _elu_grad(f, x, dout), _elu_second, ()),
-          "celu": ("celu_grad_grad", _first_grad("celu"), celu_second, ()),
-          "pow": ("pow_double_grad", _first_grad("pow"), pow_second, ("FactorTensor?",))}
+                  lambda f, g, x, p: f.scale(_grad(f, "sin_grad", x, p), -1.0), (), None),  # -cos x
+          "square": ("square_grad_grad", _plain_grad("square"), lambda f, g, x, p: f.scale(p, 2.0), (), None),
+          "log": ("log_grad_grad", _plain_grad("log"), _log_second, (), None),
+          "softplus": ("softplus_double_grad", _first_grad("softplus"), softplus_second, (),
+                       {"beta": 1.0, "threshold": 20.0}),
+          "elu": ("elu_grad_grad", lambda f, g, x, dout: _elu_grad(f, x, dout), _elu_second, (), {"alpha": 1.0}),
+          "celu": ("celu_grad_grad", _first_grad("celu"), celu_second, (), {"alpha": 1.0}),
+          "pow": ("pow_double_grad", _first_grad("pow"), pow_second, ("FactorTensor?",), {"factor": 1.0})}
 
-for _forward, (_type, _first, _second, _optional) in SECOND.items():
+for _forward, (_type, _first, _second, _optional, _attrs) in SECOND.items():
     defgrad(_type, inputs=["X", "grad_out", "grad_x@GRAD", *_optional], outputs=["X@GRAD", "grad_out@GRAD"],
+            attrs=_attrs,
             infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X")),
                                "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
             grad=_again(_first, _second), no_grad_inputs=[slot.rstrip("?") for slot in _optional],

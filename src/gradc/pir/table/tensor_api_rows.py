@@ -105,6 +105,14 @@ ROWS = [
         "y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY", "grad_out_grad:DDOut", "axis:i32=-1"),
     row("pd_op.square_double_grad", "square_grad_grad", "x:X grad_out:grad_out grad_x_grad:grad_x@GRAD",
         "x_grad:X@GRAD grad_out_grad:grad_out@GRAD"),
+    # an SDF's Eikonal loss (paddle.static.gradients of the field, then minimize) through its activation
+    *(row(f"pd_op.{name}_double_grad", legacy, "x:X grad_out:grad_out grad_x_grad:grad_x@GRAD",
+          "x_grad:X@GRAD grad_out_grad:grad_out@GRAD", attrs)
+      for name, legacy, attrs in (("sin", "sin_double_grad", ""), ("cos", "cos_double_grad", ""),
+                                  ("log", "log_grad_grad", ""),
+                                  ("softplus", "softplus_double_grad", "beta:f64 threshold:f64"),
+                                  ("elu", "elu_grad_grad", "alpha:f32"), ("celu", "celu_grad_grad", "alpha:f32"),
+                                  ("pow", "pow_double_grad", "y=factor:f32"))),
     row("pd_op.multiply_double_grad", "elementwise_mul_grad_grad",
         "x:X y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY", "x_grad:X@GRAD y_grad:Y@GRAD grad_out_grad:DDOut",
         "axis:i32=-1"),
