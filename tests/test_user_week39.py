@@ -73,6 +73,22 @@ def test_each_nerf_trains_to_paddles_losses_and_weights(files, model):
         np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=2e-5, err_msg=name)
 
 
+@pytest.mark.parametrize("model", NERFS)
+def test_run_renders_paddles_colour_depth_opacity_and_weights(files, model):
+    """gradc run of the forward program on Paddle's trained weights gives the colour, depth, opacity, weights (and
+    the fine pass's colour, through searchsorted, take_along_axis and sort) Paddle's executor gave, to 2.4e-7 (no
+    fault)."""
+    outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
+    fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
+    run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
+                    files / "rays.npz", *fetches, "-o", files / f"{model}_outputs.npz")
+    assert run.returncode == 0, run.stderr
+    ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+    assert sorted(ours.files) == sorted(paddle.files) == sorted(outputs)
+    for key in outputs:
+        np.testing.assert_allclose(ours[key], paddle[key], rtol=0, atol=3e-7, err_msg=key)
+
+
 @pytest.mark.parametrize("model", SDFS)
 def test_each_sdf_with_its_eikonal_term_trains_to_paddles_losses(files, model):
     """The SDF's forward program holds paddle.static.gradients of the field to the points; gradc compile
