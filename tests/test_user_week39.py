@@ -60,7 +60,8 @@ def _train(program, startup, folder, batch: int, *extra):
 def test_each_nerf_trains_to_paddles_losses_and_weights(files, model):
     """gradc compile --optimizer adam --lr-schedule 'ExponentialDecay(...)' and train with the same schedule, from
     Paddle's initial weights: 6 steps of 16 rays give Paddle's losses (its scheduler stepped each step) to 1e-6
-    relative, through cumprod's transmittance and, for the fine pass, searchsorted and take_along_axis (no fault)."""
+    relative (1e-7 measured) and its weights to 1e-6 (3.6e-7), through cumprod's transmittance and, for the fine pass,
+    searchsorted and take_along_axis (no fault)."""
     folder = files / model
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", "--optimizer", "adam",
                          "--lr-schedule", SCHEDULE)
@@ -70,7 +71,7 @@ def test_each_nerf_trains_to_paddles_losses_and_weights(files, model):
     np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=2e-5, err_msg=name)
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("model", NERFS)
@@ -93,7 +94,7 @@ def test_run_renders_paddles_colour_depth_opacity_and_weights(files, model):
 def test_each_sdf_with_its_eikonal_term_trains_to_paddles_losses(files, model):
     """The SDF's forward program holds paddle.static.gradients of the field to the points; gradc compile
     differentiates that gradient again (sin, softplus, tanh grads' second derivatives) and Adam(1e-3) trains 5 steps
-    to Paddle's losses (1e-6) and weights (1e-6) (no fault)."""
+    to Paddle's losses (2.3e-7 relative measured) and weights (3e-8) (no fault)."""
     folder = files / model
     assert gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", "--optimizer", "adam",
                      "--lr", 1e-3).returncode == 0
@@ -102,7 +103,7 @@ def test_each_sdf_with_its_eikonal_term_trains_to_paddles_losses(files, model):
     np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-7, err_msg=name)
 
 
 @pytest.mark.parametrize("model", NERFS + SDFS)
