@@ -8,6 +8,7 @@ from functools import partial
 
 import click
 
+from ..backward.names import GradNames
 from ..backward.ungraded import warn_masks, warn_ungraded
 from ..cli_amp import amp_option_decorators, amp_options
 from ..cli_memory import memory_options, memory_passes
@@ -115,7 +116,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         if test_mode:
             from ..training.programs import set_test_mode  # here: its executor imports numpy, which compile needs not
             set_test_mode(prog)
-        inputs = with_gradients(prog, wrt)
+        grad_names = GradNames(prog)   # the names the backward will give: before it declares them
+        inputs = {name: grad_names(name) for name in with_gradients(prog, wrt)}
         no_grad = matching(no_grad, sorted({name for block in prog.blocks for name in block.vars}), "--no-grad",
                             "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fnmatch
 
-from ..backward.names import GradNames
 from ..errors import GradcError
 from ..ir import DIFFERENTIABLE_DTYPES, Program
 
@@ -26,11 +25,9 @@ def matching(patterns: tuple[str, ...], names: list[str], option: str, what: str
     return list(dict.fromkeys(chosen))
 
 
-def with_gradients(program: Program, patterns: tuple[str, ...]) -> dict[str, str]:
-    """compile --wrt: the vars named, each with the name the backward will give its gradient (``x@GRAD``, or
-    ``x@GRAD@2`` where the program holds a gradient of x already: an Eikonal loss's), stop_gradient cleared so the
-    backward gives them one (a fed input is stop_gradient in Paddle's file, as paddle.static.gradients needs
-    x.stop_gradient = False)."""
+def with_gradients(program: Program, patterns: tuple[str, ...]) -> list[str]:
+    """compile --wrt: the vars named, stop_gradient cleared so the backward gives them a gradient (a fed input is
+    stop_gradient in Paddle's file, as paddle.static.gradients needs x.stop_gradient = False)."""
     block = program.global_block
     # a glob matches the float vars: an integer one (labels, a pooling mask) has no gradient
     names = matching(patterns, [name for name, var in block.vars.items()
@@ -41,12 +38,13 @@ def with_gradients(program: Program, patterns: tuple[str, ...]) -> dict[str, str
         raise GradcError(f"--wrt: not declared in block 0: {', '.join(undeclared)}")
     for name in names:
         block.var(name).stop_gradient = False
-    grad_names = GradNames(program)   # before the backward declares them
-    return {name: grad_names(name) for name in names}
+    return names
 
 
 def input_gradients(program: Program, grads: dict[str, str]) -> list[tuple[str, str]]:
-    """(var, its gradient) of each --wrt var; one on no path to the loss is an error, as nothing could be fetched."""
+    """(var, its gradient) of each --wrt var, ``grads`` naming the gradients (``x@GRAD``, or ``x@GRAD@2`` where the
+    program holds a gradient of x already: an Eikonal loss's); one on no path to the loss is an error, as nothing
+    could be fetched."""
     block = program.global_block
     missing = [name for name, grad in grads.items() if block.find_var(grad) is None]
     if missing:
