@@ -39,14 +39,14 @@ def test_param_and_input_grads():
 def test_a_derived_var_is_its_source_but_for_its_name_and_flags():
     source = VarDesc("x", [-1, 3], gradc.VarType.FP64, persistable=True, is_parameter=True, stop_gradient=True,
                      need_check_feed=True, lod_level=1)
-    source.attrs, source.dist = [b"\n\x01a\x10\x02\"\x01b"], ([4, 3], "{}")   # a VarDesc.Attr kept as bytes
+    source.attrs, source.dist = (b"\n\x01a\x10\x02\"\x01b",), ([4, 3], "{}")   # a VarDesc.Attr kept as bytes
     expected = source.copy("x@GRAD")
     expected.persistable, expected.is_parameter = False, None
     expected.need_check_feed, expected.stop_gradient = None, False
     var = derived_var(source, "x@GRAD")
     fields = VarDesc.__slots__
     assert {slot: getattr(var, slot) for slot in fields} == {slot: getattr(expected, slot) for slot in fields}
-    assert var.shape is not source.shape and var.attrs is not source.attrs
+    assert var.shape is not source.shape   # a list, its own (attrs, an immutable tuple, is shared)
 
 
 def test_a_shape_assigned_as_a_tuple_is_derived_as_a_list():

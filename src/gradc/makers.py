@@ -140,7 +140,7 @@ class GradContext:
         op.outputs = {slot: list(args) if args.count(EMPTY_VAR) != len(args) else [] for slot, args in outputs.items()}
         op.attrs, op.attr_types = with_defaults(self.fwd, self.opdef) if forward_attrs else ({}, {})
         op.is_target = None
-        op.repeated_attrs = []
+        op.repeated_attrs = ()
         op.var_attrs = self.fwd.var_attrs if forward_attrs else ()
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
@@ -236,7 +236,7 @@ class GradOp:
                 break
         else:
             op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
-        op.is_target, op.repeated_attrs = None, []
+        op.is_target, op.repeated_attrs = None, ()
         return [op]
 
 

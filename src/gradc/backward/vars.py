@@ -33,7 +33,7 @@ def derived_var(source: VarDesc, name: str) -> VarDesc:
     shape = source.shape   # a list, as gradc makes them, unless a user assigned a tuple: either copied as a list
     var.shape = None if shape is None else [*shape]
     var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
-    var.attrs, var.dist = source.attrs.copy(), source.dist
+    var.attrs, var.dist = source.attrs, source.dist
     return var
 
 

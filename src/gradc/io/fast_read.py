@@ -163,7 +163,7 @@ class Reader:
         (var.type, var.dtype, shape, var.lod_level, var.raw_type, var.persistable, var.need_check_feed,
          var.is_parameter, var.stop_gradient, attrs) = known
         var.shape = None if shape is None else list(shape)
-        var.attrs, var.dist = list(attrs), ()
+        var.attrs, var.dist = attrs, ()
         return var
 
     def op(self, data: bytes, msg=None) -> OpDesc:
@@ -233,7 +233,7 @@ class Reader:
             raise _Unusual
         op.inputs, op.outputs = inputs, outputs
         if run is None:
-            op.attrs, op.attr_types, op.repeated_attrs, op.var_attrs = {}, {}, [], ()
+            op.attrs, op.attr_types, op.repeated_attrs, op.var_attrs = {}, {}, (), ()
             return op
         known = self._attr_runs.get(run)
         if known is None:
@@ -242,7 +242,7 @@ class Reader:
         attrs, types, repeated, op.var_attrs = known
         op.attrs = {name: list(value) if type(value) is list else value for name, value in attrs.items()}
         op.attr_types = dict(types)
-        op.repeated_attrs = list(repeated)
+        op.repeated_attrs = repeated
         return op
 
     def _attr_run(self, run: bytes) -> tuple[dict, dict, tuple]:

@@ -137,7 +137,7 @@ def _blank_var(name: str) -> VarDesc:
     var.name = name
     var.dtype = var.shape = var.lod_level = var.raw_type = None
     var.persistable = var.need_check_feed = var.is_parameter = var.stop_gradient = None
-    var.attrs, var.dist = [], ()
+    var.attrs, var.dist = (), ()
     return var
 
 

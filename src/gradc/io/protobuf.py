@@ -65,7 +65,7 @@ def _var_from_proto(msg: pb.VarDesc) -> VarDesc:
     var.dtype = var.shape = var.lod_level = var.raw_type = None
     for flag in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
         setattr(var, flag, getattr(msg, flag) if msg.HasField(flag) else None)
-    var.attrs, var.dist = [a.SerializeToString(deterministic=True) for a in msg.attrs], ()
+    var.attrs, var.dist = tuple(a.SerializeToString(deterministic=True) for a in msg.attrs), ()
     field = _MODELED_TENSOR_FIELDS.get(var.type)
     present = [f.name for f, _ in msg.type.ListFields() if f.name != "type"]
     if present == [] or (field is not None and present == [field]):
@@ -89,13 +89,14 @@ def _op_from_proto(msg: pb.OpDesc) -> OpDesc:
     op.is_target = msg.is_target if msg.HasField("is_target") else None
     op.attrs = {}
     op.attr_types = {}
-    op.repeated_attrs = []
+    repeated = []
     for position, attr in enumerate(msg.attrs):
         if attr.name in op.attrs:
-            op.repeated_attrs.append((position, attr.SerializeToString(deterministic=True)))
+            repeated.append((position, attr.SerializeToString(deterministic=True)))
             continue
         op.attrs[attr.name] = attr_value(attr)
         op.attr_types[attr.name] = attr.type
+    op.repeated_attrs = tuple(repeated)
     op.var_attrs = var_attrs_of(op.attr_types)
     return op
 

@@ -47,7 +47,7 @@ class VarDesc:
         self.need_check_feed = need_check_feed
         self.is_parameter = is_parameter
         self.stop_gradient = stop_gradient
-        self.attrs: list[bytes] = []  # VarDesc.Attr messages, carried through untouched
+        self.attrs: tuple[bytes, ...] = ()  # VarDesc.Attr messages, carried through untouched (immutable: shared)
         self.raw_type: bytes | None = None  # a VarType we do not model (reader, tuple, ...), kept verbatim
         self.dist: tuple = ()   # a PIR auto-parallel value's (global dims, tensor_dist JSON): gradc.pir.dist
 
@@ -58,7 +58,7 @@ class VarDesc:
         new.shape = list(self.shape) if self.shape is not None else None
         new.persistable, new.need_check_feed = self.persistable, self.need_check_feed
         new.is_parameter, new.stop_gradient = self.is_parameter, self.stop_gradient
-        new.attrs, new.dist = list(self.attrs), self.dist
+        new.attrs, new.dist = self.attrs, self.dist
         return new
 
     def __repr__(self) -> str:
@@ -78,8 +78,9 @@ class OpDesc:
         self.attrs: dict[str, object] = {}
         self.attr_types: dict[str, int] = {}
         self.is_target: bool | None = None
-        # Paddle writes some attrs twice (reshape2's mkldnn_data_type): (wire position, Attr bytes)
-        self.repeated_attrs: list[tuple[int, bytes]] = []
+        # Paddle writes some attrs twice (reshape2's mkldnn_data_type): (wire position, Attr bytes); immutable, so
+        # that the ops without any (almost all) share one empty tuple
+        self.repeated_attrs: tuple[tuple[int, bytes], ...] = ()
         # the attributes of wire type VAR/VARS (kept with attr_types: most ops have none, and input_names asks)
         self.var_attrs: tuple[str, ...] = ()
         for name, value in (attrs or {}).items():
@@ -161,7 +162,7 @@ class OpDesc:
         new.attrs = {k: list(v) if isinstance(v, list) else v for k, v in self.attrs.items()}
         new.attr_types = dict(self.attr_types)
         new.is_target = self.is_target
-        new.repeated_attrs = list(self.repeated_attrs)
+        new.repeated_attrs = self.repeated_attrs
         new.var_attrs = self.var_attrs
         return new
 
