@@ -2,47 +2,53 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import kernel
 from .activation import sigmoid
+from .math import _factor
 
 
-def _unary(name: str, slope, curvature) -> None:
-    kernel(name)(lambda k: k.grads({
-        "grad_out@GRAD": lambda: slope(k.x("X")) * k.x("grad_x@GRAD"),
-        "X@GRAD": lambda: curvature(k.x("X")) * k.x("grad_out") * k.x("grad_x@GRAD")}))
+def _double(name: str, derivatives) -> None:
+    """derivatives(x, k) -> (f'(x), f''(x)), computed once per run and only when an output is wanted."""
+
+    def run(k):
+        both = functools.cache(lambda: derivatives(k.x("X"), k))
+        return k.grads({"grad_out@GRAD": lambda: both()[0] * k.x("grad_x@GRAD"),
+                        "X@GRAD": lambda: both()[1] * k.x("grad_out") * k.x("grad_x@GRAD")})
+
+    kernel(name)(run)
 
 
-_unary("sin_double_grad", np.cos, lambda x: -np.sin(x))
-_unary("cos_double_grad", lambda x: -np.sin(x), lambda x: -np.cos(x))
-_unary("square_grad_grad", lambda x: 2 * x, lambda x: np.full_like(x, 2))
-_unary("log_grad_grad", lambda x: 1 / x, lambda x: -1 / (x * x))
-
-
-def _attributed(name: str, slope, curvature) -> None:
-    """As _unary, for ops whose derivatives read their attributes: slope(x, k), curvature(x, k)."""
-    kernel(name)(lambda k: k.grads({
-        "grad_out@GRAD": lambda: slope(k.x("X"), k) * k.x("grad_x@GRAD"),
-        "X@GRAD": lambda: curvature(k.x("X"), k) * k.x("grad_out") * k.x("grad_x@GRAD")}))
-
-
-def _softplus_slopes(x, k):
+def _softplus(x, k):
     """softplus' = sigmoid(beta x) and softplus'' = beta s (1 - s) up to the threshold of beta x; 1 and 0 past it."""
     beta, linear = k.attr("beta"), k.attr("beta") * x > k.attr("threshold")
     s = sigmoid(beta * x)
     return np.where(linear, 1.0, s), np.where(linear, 0.0, beta * s * (1 - s))
 
 
-def _pow_factor(k) -> float:
-    factor = k.optional("FactorTensor")
-    return float(factor.reshape(-1)[0]) if factor is not None else k.attr("factor")
+def _elu(x, k):
+    negative = k.attr("alpha") * np.exp(np.minimum(x, 0))
+    return np.where(x > 0, 1.0, negative), np.where(x > 0, 0.0, negative)
 
 
-_attributed("softplus_double_grad", lambda x, k: _softplus_slopes(x, k)[0], lambda x, k: _softplus_slopes(x, k)[1])
-_attributed("elu_grad_grad", lambda x, k: np.where(x > 0, 1.0, k.attr("alpha") * np.exp(np.minimum(x, 0))),
-            lambda x, k: np.where(x > 0, 0.0, k.attr("alpha") * np.exp(np.minimum(x, 0))))
-_attributed("celu_grad_grad", lambda x, k: np.where(x > 0, 1.0, np.exp(np.minimum(x, 0) / k.attr("alpha"))),
-            lambda x, k: np.where(x > 0, 0.0, np.exp(np.minimum(x, 0) / k.attr("alpha")) / k.attr("alpha")))
-_attributed("pow_double_grad", lambda x, k: _pow_factor(k) * np.power(x, _pow_factor(k) - 1),
-            lambda x, k: _pow_factor(k) * (_pow_factor(k) - 1) * np.power(x, _pow_factor(k) - 2))
+def _celu(x, k):
+    negative = np.exp(np.minimum(x, 0) / k.attr("alpha"))
+    return np.where(x > 0, 1.0, negative), np.where(x > 0, 0.0, negative / k.attr("alpha"))
+
+
+def _pow(x, k):
+    factor = _factor(k)
+    return factor * np.power(x, factor - 1), factor * (factor - 1) * np.power(x, factor - 2)
+
+
+_double("sin_double_grad", lambda x, k: (np.cos(x), -np.sin(x)))
+_double("cos_double_grad", lambda x, k: (-np.sin(x), -np.cos(x)))
+_double("square_grad_grad", lambda x, k: (2 * x, np.full_like(x, 2)))
+_double("log_grad_grad", lambda x, k: (1 / x, -1 / (x * x)))
+_double("softplus_double_grad", _softplus)
+_double("elu_grad_grad", _elu)
+_double("celu_grad_grad", _celu)
+_double("pow_double_grad", _pow)
