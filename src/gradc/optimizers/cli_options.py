@@ -93,23 +93,32 @@ def _argument(text: str) -> tuple[str, object]:
         return key.strip(), value.strip()   # a bare word is a string
 
 
+def glob_specs(flag: str, specs, names: list[str], parse, form: str, subject: str, unknown: str = ""):
+    """(the names GLOB matches, parse(VALUE)) of each GLOB=VALUE spec of ``flag``: a spec not of that form, or whose
+    VALUE parse refuses (ValueError), is an error naming ``form``; a glob matching no name one naming ``subject``, with
+    the closest name or else ``unknown``."""
+    for spec in specs:
+        pattern, equals, text = spec.rpartition("=")
+        try:
+            value = parse(text) if equals and pattern else None
+        except ValueError:
+            value = None
+        if value is None:
+            raise GradcError(f"{flag} takes {form}, not '{spec}'")
+        matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+        if not matched:
+            close = closest(pattern, names)
+            raise GradcError(f"{flag} {spec}: no {subject} matches {pattern}"
+                             + (f" (did you mean {close}?)" if close else unknown))
+        yield matched, value
+
+
 def param_attrs(specs, parameters: list[str]) -> dict[str, ParamAttr]:
     """--param-lr GLOB=RATE: each matching parameter's ParamAttr(learning_rate=RATE); a glob matching nothing, or a
     parameter two globs give different rates, is an error."""
     attrs: dict[str, ParamAttr] = {}
-    for spec in specs:
-        pattern, equals, rate = spec.rpartition("=")
-        try:
-            multiplier = float(rate)
-        except ValueError:
-            multiplier = None
-        if not equals or not pattern or multiplier is None:
-            raise GradcError(f"--param-lr takes GLOB=RATE (a number), not '{spec}'")
-        matched = [name for name in parameters if fnmatch.fnmatchcase(name, pattern)]
-        if not matched:
-            close = closest(pattern, parameters)
-            raise GradcError(f"--param-lr {spec}: no parameter's name matches {pattern}"
-                             + (f" (did you mean {close}?)" if close else ""))
+    for matched, multiplier in glob_specs("--param-lr", specs, parameters, float, "GLOB=RATE (a number)",
+                                          "parameter's name"):
         for name in matched:
             if name in attrs and attrs[name].learning_rate != multiplier:
                 raise GradcError(f"--param-lr: {name} matches two rates, {attrs[name].learning_rate:g} and "

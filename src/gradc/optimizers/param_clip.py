@@ -4,30 +4,24 @@ keep an optimised image a picture (style transfer, DeepDream): every later step 
 
 from __future__ import annotations
 
-import fnmatch
-
-from ..errors import GradcError, closest
 from ..ir import Program
+from .cli_options import glob_specs
 from .emit import Emitter
+
+
+def _ordered(limits: str) -> tuple[float, float]:
+    low, high = (float(limit) for limit in limits.split(","))
+    if not low <= high:
+        raise ValueError(limits)
+    return low, high
 
 
 def parse_bounds(specs, updated: list[str]) -> dict[str, tuple[float, float]]:
     """{parameter: (min, max)} of the specs (GLOB=MIN,MAX), each matching parameters the optimizer updates."""
     bounds: dict[str, tuple[float, float]] = {}
-    for spec in specs:
-        pattern, equals, limits = spec.rpartition("=")
-        try:
-            low, high = (float(limit) for limit in limits.split(","))
-        except ValueError:
-            low = high = None
-        if not equals or not pattern or low is None or not low <= high:
-            raise GradcError(f"--clip-param takes NAME=MIN,MAX (numbers, MIN <= MAX), not '{spec}'")
-        matched = [name for name in updated if fnmatch.fnmatchcase(name, pattern)]
-        if not matched:
-            close = closest(pattern, updated)
-            raise GradcError(f"--clip-param {spec}: no parameter the optimizer updates matches {pattern}"
-                             + (f" (did you mean {close}?)" if close else f"; it updates: {', '.join(updated)}"))
-        bounds.update(dict.fromkeys(matched, (low, high)))
+    for matched, limits in glob_specs("--clip-param", specs, updated, _ordered, "NAME=MIN,MAX (numbers, MIN <= MAX)",
+                                      "parameter the optimizer updates", f"; it updates: {', '.join(updated)}"):
+        bounds.update(dict.fromkeys(matched, limits))
     return bounds
 
 
