@@ -32,5 +32,5 @@ def append_param_clips(program: Program, bounds: dict[str, tuple[float, float]])
     for name, (low, high) in bounds.items():
         var = program.global_block.var(name)
         clipped = emit.temporary(f"{name}.clipped", var.shape, var.dtype)
-        emit.op("clip", {"X": [name]}, {"Out": [clipped]}, {"min": low, "max": high}, role_var=[])
-        emit.op("assign", {"X": [clipped]}, {"Out": [name]}, role_var=[])
+        emit.op("clip", {"X": [name]}, {"Out": [clipped]}, {"min": low, "max": high})
+        emit.op("assign", {"X": [clipped]}, {"Out": [name]})

@@ -79,19 +79,21 @@ def checkable_forward_part(program: Program) -> Program | None:
     if BACKWARD not in kinds:
         return None
     # the backward ops the loss is computed from stay (MAML's inner step, written by static.gradients)
-    forward = forward_part(_before_the_update(program, kinds), derivatives_of=default_fetch(program),
-                           test_mode=False)
+    loss = default_fetch(program)
+    forward = forward_part(_before_the_update(program, kinds), derivatives_of=loss, test_mode=False)
     written = {name for op in forward.global_block.ops for name in op.output_names()}
     state = set(persistable_names(program))   # parameters and optimizer state: the values --params and startups give
-    trained = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
+    # what the backward and optimizer ops write, then the forward ops computed from it (a Grad-CAM map from
+    # feat@GRAD, after paddle.static.gradients): no part of the loss
+    tainted = {name for op, kind in zip(program.global_block.ops, kinds) if kind in (BACKWARD, OPTIMIZER)
                for name in op.output_names()} - written - state
-    kept, tainted = [], set(trained)   # forward ops computed from the backward's results (a Grad-CAM map from
-    for op in forward.global_block.ops:   # feat@GRAD, after paddle.static.gradients) are no part of the loss
+    kept = []
+    for op in forward.global_block.ops:
         if tainted.intersection(op.input_names()):
             tainted.update(op.output_names())
         else:
             kept.append(op)
-    if tainted.intersection(default_fetch(program)):
+    if tainted.intersection(loss):
         return None
     forward.global_block.ops = kept
     drop_unused_vars(forward)
