@@ -23,15 +23,26 @@ def numeric_grad(f, value: np.ndarray, eps: float, indices: np.ndarray | None = 
     directions = (1, 1j) if np.iscomplexobj(value) else (1,)
     grad = np.zeros(len(indices), dtype=np.complex128 if len(directions) > 1 else np.float64)
     for k, i in enumerate(indices):
-        original = flat[i]
         for direction in directions:
-            flat[i] = original + eps * direction
-            plus = f()
-            flat[i] = original - eps * direction
-            minus = f()
-            flat[i] = original
+            plus, minus = _plus_minus(f, flat, i, eps * direction)
             grad[k] += direction * (plus - minus) / (2 * eps)
     return grad
+
+
+def _plus_minus(f, flat: np.ndarray, i, step) -> tuple:
+    """f() with flat[i] moved by +step, then by -step; flat[i] put back."""
+    original = flat[i]
+    flat[i] = original + step
+    plus = f()
+    flat[i] = original - step
+    minus = f()
+    flat[i] = original
+    return plus, minus
+
+
+def _misses(analytic: np.ndarray, numeric: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """The positions where ``analytic`` is not within the tolerance of ``numeric`` (NaN misses)."""
+    return np.flatnonzero(~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric)))
 
 
 def random_directions(rng: np.random.Generator, value: np.ndarray, count: int) -> np.ndarray:
@@ -68,7 +79,7 @@ def settled(f, value: np.ndarray, eps: float, indices: np.ndarray, analytic: np.
     where it misses ``analytic``: a step's error c*eps^2 can exceed the tolerance where the function curves hard (a
     LayerNorm of a nearly constant row: a SpecAugment-masked frame). An element whose miss shrinks tenfold or more at
     eps/10 and that agrees at eps/100 takes that estimate; a wrong gradient misses at every step."""
-    missing = np.flatnonzero(~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric)))
+    missing = _misses(analytic, numeric, rtol, atol)
     if missing.size == 0:
         return numeric
     finer = numeric_grad(f, value, eps / 10, indices[missing])
@@ -87,19 +98,15 @@ def kinks(f, value: np.ndarray, eps: float, indices: np.ndarray, analytic: np.nd
     ``numeric`` because f has no derivative there: the two sides differ by a jump that does not shrink from step eps
     to eps/100 (a smooth f's shrinks with the step; a wrong gradient has none): a relu at exactly 0 (a black pixel
     under a zero bias), a max's tie. Central differences there are the mean of the two sides, no derivative."""
-    missing = np.flatnonzero(~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric)))
+    missing = _misses(analytic, numeric, rtol, atol)
     if missing.size == 0 or np.iscomplexobj(value):
         return {}
     flat, at = _flat(value), f()
     found = {}
     for k in missing:
-        original, sides = flat[indices[k]], []
+        sides = []
         for step in (eps, eps / 100):
-            flat[indices[k]] = original + step
-            plus = f()
-            flat[indices[k]] = original - step
-            minus = f()
-            flat[indices[k]] = original
+            plus, minus = _plus_minus(f, flat, indices[k], step)
             sides.append(((at - minus) / step, (plus - at) / step))
         (left, right), (finer_left, finer_right) = sides
         jump = abs(finer_right - finer_left)
