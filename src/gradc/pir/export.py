@@ -23,16 +23,20 @@ from .export_inputs import TENSOR_KINDS, InputsExport
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .naming import training_names
+from .table.hooks import dense_weight_grad
 from .table.quant_rows import UNNAMED_STATE_TYPES
 from .table.rows import EXPORTS
 
-# PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's, nce's or
-# hsigmoid's weight grad: table/hooks.dense_weight_grad)
-_DENSE_RESULTS = {"pd_op.embedding_grad", "pd_op.nce_grad", "pd_op.hsigmoid_loss_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
 _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
                          ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ()),
                          **UNNAMED_STATE_TYPES}
+
+
+def _writes_dense(row) -> bool:
+    """Whether the row's PIR op writes dense results where a legacy program declares SelectedRows: a sparse
+    embedding's weight grad (its row drops is_sparse), and nce's and hsigmoid's (their rows' ``back``)."""
+    return row.pir == "pd_op.embedding_grad" or row.back is dense_weight_grad
 
 
 def to_module(program: Program, fetch: list[str] | tuple = (), training_outputs: bool = True) -> Module:
@@ -251,7 +255,7 @@ class Exporter(InputsExport):
                 names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
                 if names:
                     value = bindings[names[0]] = self.new_value(names[0])
-                    if row.pir in _DENSE_RESULTS and value.type.kind == "t_selected_rows":
+                    if _writes_dense(row) and value.type.kind == "t_selected_rows":
                         value.type = TensorType("t_dtensor", value.type.dtype, value.type.dims)
                 else:   # a grad nobody asked for, or an output legacy programs may leave out
                     value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
