@@ -4,9 +4,9 @@ pair compared slot by slot and attribute by attribute. Attributes can be left ou
 (``--ignore-attr 'op_*'``).
 
 What the comparison counts as the same: an attribute one op leaves out and the other sets to the value the
-op's definition (or Paddle's extra attributes, EXTRA_DEFAULTS) gives by default (a kernel reads the same), an unset
-lod_level and 0 (the wire default), and, unless asked for, Paddle's bookkeeping attributes (BOOKKEEPING: where the
-op was built, backend switches)."""
+op's definition (or FALLBACK_DEFAULTS: the op's role, Paddle's extra attributes) gives by default (a kernel reads
+the same), an unset lod_level and 0 (the wire default), and, unless asked for, Paddle's bookkeeping attributes
+(BOOKKEEPING: where the op was built, backend switches)."""
 
 from __future__ import annotations
 
@@ -59,11 +59,12 @@ class Difference(NamedTuple):
 
 
 _ABSENT = object()
-# an op without these reads as a forward op with no role vars (how Paddle reads one, and how PIR files keep none)
-ROLE_DEFAULTS = {"op_role": 0, "op_role_var": []}
-# Paddle's extra attributes (op_compat.yaml) at their defaults, which its legacy optimizers' ops carry and gradc's
-# leave out: oneDNN's int8 scales of an elementwise op, cuDNN's switch (ClipGradByGlobalNorm's multiplies and sqrt)
-EXTRA_DEFAULTS = {"Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0, "use_cudnn": False}
+# the defaults of attributes an op's definition does not give: an op without a role reads as a forward op with no
+# role vars (how Paddle reads one, and how PIR files keep none); Paddle's extra attributes (op_compat.yaml), which
+# its legacy optimizers' ops carry and gradc's leave out: oneDNN's int8 scales of an elementwise op, cuDNN's switch
+# (ClipGradByGlobalNorm's multiplies and sqrt)
+FALLBACK_DEFAULTS = {"op_role": 0, "op_role_var": [],
+                     "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0, "use_cudnn": False}
 
 
 class Differ:
@@ -93,7 +94,7 @@ class Differ:
         for name in dict.fromkeys([*a.attrs, *b.attrs]):
             if self.ignored(name):
                 continue
-            default = defaults.get(name, ROLE_DEFAULTS.get(name, EXTRA_DEFAULTS.get(name, _ABSENT)))
+            default = defaults.get(name, FALLBACK_DEFAULTS.get(name, _ABSENT))
             if a.attrs.get(name, default) == b.attrs.get(name, default):
                 continue
             text_a = attr_text(a.attrs[name], a.attr_types[name]) if name in a.attrs else "absent"
