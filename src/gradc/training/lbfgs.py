@@ -256,17 +256,17 @@ class ProgramObjective:
     def __init__(self, executor, program, scope, loss: str, pairs: list[tuple[str, str]]):
         self.executor, self.program, self.scope, self.loss = executor, program, scope, loss
         self.params, self.grads = [param for param, _ in pairs], [grad for _, grad in pairs]
-        self.shapes: list[tuple] = []   # read at the first step: `gradc train --params` loads the values after
+        self.shapes: list[tuple] = []   # set at the first step: `gradc train --params` loads the values after
         self.ends: list[int] = []
 
     def position(self) -> np.ndarray:
         values = [np.asarray(self.scope[param]) for param in self.params]
-        dtypes = {value.dtype for value in values}
-        if len(dtypes) != 1 or not np.issubdtype(next(iter(dtypes)), np.floating):
-            raise GradcError(f"L-BFGS moves one vector of every parameter: they must share one float type, not "
-                             f"{', '.join(sorted(map(str, dtypes)))}")
-        self.shapes = [value.shape for value in values]
-        self.ends = np.cumsum([value.size for value in values]).tolist()
+        if not self.ends:   # the steps place values of these shapes and dtype back
+            if len(dtypes := {value.dtype for value in values}) != 1 or not np.issubdtype(values[0].dtype, np.floating):
+                raise GradcError(f"L-BFGS moves one vector of every parameter: they must share one float type, not "
+                                 f"{', '.join(sorted(map(str, dtypes)))}")
+            self.shapes = [value.shape for value in values]
+            self.ends = np.cumsum([value.size for value in values]).tolist()
         return np.concatenate([value.reshape(-1) for value in values])
 
     def place(self, x: np.ndarray) -> None:
