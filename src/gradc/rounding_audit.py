@@ -131,7 +131,15 @@ def _own_error(program: Program, index: int, low: Mapping, feed: Mapping, params
     outputs = [name for name in op.output_names() if name in low]
     try:
         again = _run(alone, {}, given, outputs, 0)
+        if _draws(again, _run(alone, {}, given, outputs, 1)):
+            return None   # a random op alone draws afresh: its outputs' distance would be the draws', not rounding
     except GradcError:   # an op that cannot run alone (one reading a tensor array, say) has no figure
         return None
     errors = [e for name in outputs if (e := _relative(low[name], again[name], written[name][1])) is not None]
     return max(errors, default=None)
+
+
+def _draws(first: Mapping, second: Mapping) -> bool:
+    """Whether two runs of an op seeded differently gave different outputs: it draws randomness (dropout's mask, a
+    sampler's noise) the low run drew at another point of the stream."""
+    return any(not np.array_equal(first[name], second[name], equal_nan=True) for name in first)
