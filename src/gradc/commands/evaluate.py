@@ -66,13 +66,15 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
               help="Accuracy counts an example right when its label is among the K best-scored classes. Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
+@click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
+              "Carlo dropout pass; --seed for Paddle's masks), batch norm normalises by the batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, recall, topk, seed, as_json, strict_params):
+             miou, recall, topk, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
-    epoch of gradc train --eval, whose numbers these are."""
+    epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
     prog = load(program)
     if feed is not None or episodes:
         data = Dataset.load(data, "data", prog, others=True,
@@ -80,7 +82,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
-                               miou=miou, mask=mask, recall=recall)
+                               miou=miou, mask=mask, recall=recall, test_mode=not train_mode)
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     if asked and recall is None and not any(key == "acc" or key.startswith("acc_top") for key in results):
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)

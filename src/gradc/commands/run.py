@@ -24,6 +24,7 @@ from .json_output import emit, held_notes
 from .loss_option import loss_option
 from .name_globs import matching
 from .run_feeds import feed_arrays, model_inputs, naming_feed
+from .run_repeat import stacked
 from .run_reports import (
     checked_document,
     dense_array,
@@ -111,8 +112,11 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
               "as paddle.seed seeds Paddle's: initialisers and dropout then draw Paddle's values.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: each fetched var's name, dtype, "
               "shape and statistics (a one-element var's value; the arrays themselves go to --out).")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run N times, random ops drawing on from one "
+              "stream (as N runs after one paddle.seed: MC dropout's passes); each fetch's N values are stacked along "
+              "a new first axis.")
 @STRICT_PARAMS
-def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params):
+def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params, repeat):
     """Run a program with the numpy executor.
 
     Exit codes: 0 it ran; 1 it could not (one 'gradc: error:' line on stderr; with --json, nothing on stdout);
@@ -136,9 +140,11 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
     with measuring as measured, naming_feed(feed), held_notes():
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
+        runs = [executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
+                for _ in range(repeat)]
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = keys = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    values = runs[0] if repeat == 1 else stacked(fetches, runs)
     if as_json:
         document = {"program": str(program), "ops": prog.num_ops(),
                     "fetched": [fetched(name, value) for name, value in zip(fetches, values)], "out": out,

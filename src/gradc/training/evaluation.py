@@ -54,13 +54,14 @@ class EvalPlan:
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
          loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = (),
-         miou: bool = False, recall: tuple[str, str] | None = None) -> EvalPlan:
+         miou: bool = False, recall: tuple[str, str] | None = None, test_mode: bool = True) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
     losses) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where scores and labels are
-    found; with ``recall`` (query, gallery) the recall@k of each k."""
+    found; with ``recall`` (query, gallery) the recall@k of each k; in test mode unless ``test_mode`` is False
+    (dropout on: a Monte Carlo dropout pass)."""
     losses = named_losses(program, loss)
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
-    forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())])
+    forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
     written = {name for op in block.ops for name in op.output_names()}
     for name in losses:
@@ -145,7 +146,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              loss: str | Sequence[str] | None = None,
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
-             miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None) -> dict:
+             miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
+             test_mode: bool = True) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -156,7 +158,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     instead of the accuracy. Labels equal to ``ignore_index`` (default: the loss op's), and those
     the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is checked before the
     first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
-    startup programs on, what they draw after paddle.seed(seed)."""
+    startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout dropping and batch
+    norm normalising by the batch, as the program trains."""
     from ..io import load
     from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
@@ -175,7 +178,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:
         evaluation = plan(program, names, fetch, losses, label, topk, miou,
-                          parse_pair(recall) if isinstance(recall, str) else recall)
+                          parse_pair(recall) if isinstance(recall, str) else recall, test_mode)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
