@@ -240,3 +240,24 @@ def test_bayes_by_backprop_exported_as_pir_draws_as_its_program(files):
         outputs[name] = np.load(folder / f"{name}.npz")["pred"]
     np.testing.assert_array_equal(outputs["export"], outputs["test"])
     assert np.abs(outputs["other"] - outputs["test"]).max() > 1e-3
+
+
+def test_info_of_paddles_startup_program_is_no_forward_program_and_names_equal_draws(files):
+    """`gradc info` of the ensemble's startup (Paddle's, random_seed 38): a startup program without a loss, and a
+    note that the three members' weights start equal (every uniform_random has seed 38: Paddle's members are one
+    net; their 6 losses and trained weights are equal, Paddle's and gradc's). Before, it read "kind: forward
+    program: gradc compile appends its backward" and "loss: linear_9.w_0_beta2_pow_acc_0 (gradc compile picks it
+    by itself)", and said nothing of the draws; a startup of differently seeded draws gets no note."""
+    run = gradc_cli("info", files / "ensemble" / "startup.pb", "--json")
+    assert run.returncode == 0, run.stderr
+    facts = json.loads(run.stdout)
+    assert facts["kind"].startswith("startup program") and facts["loss"] is None
+    assert facts["equal_draws"] == [{"vars": ["linear_7.w_0", "linear_9.w_0", "linear_11.w_0"], "seed": SEED},
+                                    {"vars": ["linear_8.w_0", "linear_10.w_0", "linear_12.w_0"], "seed": SEED}]
+    trained = np.load(files / "ensemble" / "trained.npz")
+    np.testing.assert_array_equal(trained["linear_7.w_0"], trained["linear_11.w_0"])
+    text = gradc_cli("info", files / "ensemble" / "startup.pb").stdout
+    assert "note: linear_7.w_0, linear_9.w_0, linear_11.w_0 start equal" in text
+    assert json.loads(gradc_cli("info", files / "mdn" / "startup.pb", "--json").stdout)["equal_draws"] == []
+    forward = json.loads(gradc_cli("info", files / "ensemble" / "forward.pb", "--json").stdout)
+    assert forward["kind"].startswith("forward program") and forward["loss"] == META["ensemble"]["loss"]

@@ -153,7 +153,8 @@ def dists(out: Path, exe) -> dict:
         terms = {
             "beta_log_prob": D.Beta(a, b).log_prob(value), "beta_entropy": D.Beta(a, b).entropy(),
             "dirichlet_log_prob": D.Dirichlet(a).log_prob(simplex), "dirichlet_entropy": D.Dirichlet(a).entropy(),
-            "lognormal_log_prob": D.LogNormal(loc, b).log_prob(value), "lognormal_entropy": D.LogNormal(loc, b).entropy(),
+            "lognormal_log_prob": D.LogNormal(loc, b).log_prob(value),
+            "lognormal_entropy": D.LogNormal(loc, b).entropy(),
             "lognormal_rsample": D.LogNormal(loc, b).rsample([2]),
             "laplace_log_prob": D.Laplace(loc, b).log_prob(value), "laplace_entropy": D.Laplace(loc, b).entropy(),
             "laplace_rsample": D.Laplace(loc, b).rsample([2]),

@@ -12,6 +12,7 @@ import click
 from ..amp_loss import unscaled_loss
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, VarType, dtype_name
+from ..listing import BOOKKEEPING
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
@@ -19,6 +20,7 @@ from ..training.history import inner_objectives
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
 LISTED = 12   # parameters listed by name; the rest counted
+SEEDED_DRAWS = ("uniform_random", "gaussian_random", "truncated_gaussian_random")   # initialisers with a seed attr
 
 
 @click.command()
@@ -42,14 +44,17 @@ def summary(program: str) -> dict:
             head = handle.read(4096)
     fmt = detect_format(program, head[:4096])
     block = prog.global_block
-    loss, how = _loss(prog)
+    startup = _initialises_only(block)
+    loss, how = (None, "none (an initialiser program)") if startup else _loss(prog)
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
     fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
     kinds = op_kinds(block)
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
-            "ops": prog.num_ops(), "kind": _kind(Counter(kinds), loss is not None),
+            "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
+            "train --startup)" if startup else _kind(Counter(kinds), loss is not None),
+            "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
             "parameters_marked": bool(params),
@@ -162,6 +167,10 @@ def _lines(facts: dict) -> list[str]:
     lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
     if facts["optimizer"]:
         lines.append(_optimizer_line(facts["optimizer"]))
+    for draw in facts["equal_draws"]:
+        lines.append(f"note: {', '.join(draw['vars'])} start equal: their initialisers draw with one seed, "
+                     f"{draw['seed']} (a program's random_seed is every initialiser's: ensemble members start as one "
+                     f"net)")
     types = facts["op_types"]
     shown = ", ".join(f"{name} {count}" for name, count in list(types.items())[:LISTED])
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
@@ -186,6 +195,23 @@ def _optimizer_line(optimizer: dict) -> str:
                                                   "no op writes it: a constant, or a scheduler's that the host sets "
                                                   "(gradc train --lr-schedule)"))
     return "optimizer: " + "; ".join(parts)
+
+
+def _initialises_only(block: Block) -> bool:
+    """Every op writes persistable vars alone: Paddle's startup program (initialisers), which has no loss."""
+    return bool(block.ops) and all(block.find_var(name) is not None and block.find_var(name).persistable
+                                   for op in block.ops for name in op.output_names())
+
+
+def _equal_draws(block: Block) -> list[dict]:
+    """Vars whose initialisers draw the same values (one op type, the same seed (0 draws afresh), shape and
+    attributes): {"vars": names, "seed": the seed} for each group."""
+    groups: dict[tuple, dict] = {}
+    for op in block.ops:
+        if op.type in SEEDED_DRAWS and op.attrs.get("seed"):
+            attrs = tuple(sorted((name, repr(value)) for name, value in op.attrs.items() if name not in BOOKKEEPING))
+            groups.setdefault((op.type, attrs), {"vars": [], "seed": op.attrs["seed"]})["vars"] += op.output("Out")
+    return [group for group in groups.values() if len(group["vars"]) > 1]
 
 
 def _kind(kinds: Counter, has_loss: bool) -> str:

@@ -316,4 +316,5 @@ def precision(program, feed, params, startups, top, seed, as_json):
     click.echo(f"error: the output's distance from the float64 run over its largest value; inputs: the largest error "
                f"of what the op read; growth: error / max(inputs, eps of the output's dtype); own: the op alone in "
                f"float64 on what it read (its kernel's rounding, about eps ({epsilons}) when exact: a growth with a "
-               f"small own error is the op amplifying what it was given; '-' for a random op, whose draw alone differs)")
+               f"small own error is the op amplifying what it was given; '-' for a random op, whose draw alone "
+               f"differs)")
