@@ -261,3 +261,17 @@ def test_info_of_paddles_startup_program_is_no_forward_program_and_names_equal_d
     assert json.loads(gradc_cli("info", files / "mdn" / "startup.pb", "--json").stdout)["equal_draws"] == []
     forward = json.loads(gradc_cli("info", files / "ensemble" / "forward.pb", "--json").stdout)
     assert forward["kind"].startswith("forward program") and forward["loss"] == META["ensemble"]["loss"]
+
+
+def test_compile_refuses_paddles_startup_program_in_one_line(files, tmp_path):
+    """`gradc compile startup.pb` (the startup given for the forward program): one line saying what it is, nothing
+    written. Before, it differentiated an Adam accumulator, wrote a program of 0 parameter gradients with a warning,
+    and with --optimizer failed "pass 'optimizer': no parameter has a gradient: run the backward pass first"."""
+    for extra in ((), ("--optimizer", "adam")):
+        run = gradc_cli("compile", files / "ensemble" / "startup.pb", "-o", tmp_path / "startup_train.pb", *extra)
+        assert run.returncode == 1
+        assert run.stderr.strip().splitlines() == [
+            f"gradc: error: '{files / 'ensemble' / 'startup.pb'}' is a startup program (its every op initialises a "
+            f"persistable var): it has no loss to differentiate; compile the forward program and give this one to "
+            f"gradc train --startup"]
+        assert not (tmp_path / "startup_train.pb").exists()

@@ -281,3 +281,10 @@ def _pair_block(block_idx: int, source_idx: int, fwd_ops, grad_ops) -> dict[OpRe
                 found[idx] = found[reader]
                 break
     return {OpRef(block_idx, idx): OpRef(source_idx, fwd) for idx, fwd in found.items()}
+
+
+def initialiser_program(block) -> bool:
+    """Every op of the block writes persistable vars alone: Paddle's startup program (initialisers), which has no
+    loss."""
+    return bool(block.ops) and all(block.find_var(name) is not None and block.find_var(name).persistable
+                                   for op in block.ops for name in op.output_names())

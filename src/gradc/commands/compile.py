@@ -17,6 +17,7 @@ from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
 from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
+from ..pairing import initialiser_program
 from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
@@ -106,6 +107,10 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     say = notes.append if as_json else partial(click.echo, err=is_stdout(output))   # -o /dev/stdout: the program only
     with recorded_warnings() if as_json else nullcontext([]) as warned:
         prog = load(program)
+        if initialiser_program(prog.global_block):
+            raise GradcError(f"'{program}' is a startup program (its every op initialises a persistable var): it has "
+                             f"no loss to differentiate; compile the forward program and give this one to gradc "
+                             f"train --startup")
         ops_before = prog.num_ops()
         if add_loss_kind:
             losses = [_add_loss(prog, add_loss_kind, label, loss_of, say, class_axis, ignore_index)]

@@ -13,7 +13,7 @@ from ..amp_loss import unscaled_loss
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, VarType, dtype_name
 from ..listing import BOOKKEEPING
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seeded_losses
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
 
@@ -44,7 +44,7 @@ def summary(program: str) -> dict:
             head = handle.read(4096)
     fmt = detect_format(program, head[:4096])
     block = prog.global_block
-    startup = _initialises_only(block)
+    startup = initialiser_program(block)
     loss, how = (None, "none (an initialiser program)") if startup else _loss(prog)
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
@@ -195,12 +195,6 @@ def _optimizer_line(optimizer: dict) -> str:
                                                   "no op writes it: a constant, or a scheduler's that the host sets "
                                                   "(gradc train --lr-schedule)"))
     return "optimizer: " + "; ".join(parts)
-
-
-def _initialises_only(block: Block) -> bool:
-    """Every op writes persistable vars alone: Paddle's startup program (initialisers), which has no loss."""
-    return bool(block.ops) and all(block.find_var(name) is not None and block.find_var(name).persistable
-                                   for op in block.ops for name in op.output_names())
 
 
 def _equal_draws(block: Block) -> list[dict]:
