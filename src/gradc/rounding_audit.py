@@ -142,4 +142,6 @@ def _own_error(program: Program, index: int, low: Mapping, feed: Mapping, params
 def _draws(first: Mapping, second: Mapping) -> bool:
     """Whether two runs of an op seeded differently gave different outputs: it draws randomness (dropout's mask, a
     sampler's noise) the low run drew at another point of the stream."""
-    return any(not np.array_equal(first[name], second[name], equal_nan=True) for name in first)
+    return any(not np.array_equal(*(np.asarray(as_dense(run[name])) for run in (first, second)),
+                                  equal_nan=np.asarray(as_dense(first[name])).dtype.kind in "fc")
+               for name in first)
