@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
+from .accuracy import top_k_hits
 
 
 def parse_pair(value: str) -> tuple[str, str]:
@@ -51,5 +52,5 @@ class RecallTally:
         """{"recall@K": the share of the queries whose own example's gallery embedding is among the K best}."""
         queries, gallery = np.concatenate(self.queries), np.concatenate(self.gallery)
         scores = queries @ gallery.T
-        above = (scores > np.diag(scores)[:, None]).sum(axis=1)
-        return {f"recall@{k}": float((above < k).mean()) for k in self.topk}
+        hits = top_k_hits(scores, np.arange(len(scores)), self.topk)
+        return {f"recall@{k}": hits[k] / len(scores) for k in self.topk}
