@@ -62,13 +62,13 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     candidates = loss_candidates(program)
     last = _last_op(program.global_block)
     if candidates or last is None or last.type == "fetch":
-        total = _total_of_the_others(program, candidates) if len(candidates) > 1 else None
-        if total is not None and notice:
-            others = ", ".join(name for name in candidates if name != total)
-            written = "fetched float scalar" if last.type == "fetch" else f"float scalar {last.type} (last) writes"
-            warnings.warn(f"the loss is {total}, the {written} that sums the others ({others}); name another with "
-                          f"--loss (loss= in Python)", GradcNotice, stacklevel=3)
         if len(candidates) != 1:
+            total = _total_of_the_others(program, candidates) if candidates else None
+            if total is not None and notice:
+                others = ", ".join(name for name in candidates if name != total)
+                written = "fetched float scalar" if last.type == "fetch" else f"float scalar {last.type} (last) writes"
+                warnings.warn(f"the loss is {total}, the {written} that sums the others ({others}); name another "
+                              f"with --loss (loss= in Python)", GradcNotice, stacklevel=3)
             return total
         others = [] if last.type == "fetch" else _differentiable_sinks(program, candidates[0])
         if others and notice:   # a metric written last (a PSNR after the loss) is picked as the loss would be
