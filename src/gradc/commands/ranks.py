@@ -12,7 +12,8 @@ from ..executor.lod import with_lods
 from ..executor.ranks import run_ranks
 from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
-from .run import _save_npz, load_params
+from ..training.params import read_files
+from .run import _save_npz
 from .run_reports import summary_line
 
 
@@ -66,7 +67,7 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
     scopes = []
     for program, values in zip(loaded, _per_rank(params, len(loaded), "--params")):
         scope = Scope()
-        for name, value in load_params((values,) if values else (), program).items():
+        for name, value in read_files((values,) if values else (), program).items():
             scope[name] = value
         scopes.append(scope)
     inputs = [with_lods(read_npz(path, "feed")) if path else {}

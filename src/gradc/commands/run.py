@@ -48,19 +48,13 @@ def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the ot
                         "program does not have (by default they are left out, with a warning).")(checked)
 
 
-def load_params(paths: tuple[str, ...], program, strict: bool = False) -> dict[str, np.ndarray]:
-    """Persistable values from .npz files, Paddle's .pdiparams or .pdparams / .pdopt; a later file's value for a name
-    wins, and is checked against its var."""
-    return read_files(paths, program, strict)
-
-
 def _session(program_path: str, params: tuple[str, ...], startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
     prog = load(program_path)
     scope, executor = Scope(), Executor()
     for startup in startups:
         run_startup(executor, startup, scope)
-    for name, value in load_params(params, prog, strict).items():
+    for name, value in read_files(params, prog, strict).items():
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope
@@ -239,7 +233,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if seed is not None:
         randomness.seed(seed)
     values = initialised_values(startups)
-    values.update(load_params(params, whole))   # a training program's file holds its optimizer state too
+    values.update(read_files(params, whole))   # a training program's file holds its optimizer state too
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why

@@ -29,15 +29,14 @@ def view(program, output, feed, params, startups, title):
     stats = None
     if feed or params or startups:   # a run: numpy and the executor are imported only for one
         from ..io.arrays import read_npz
-        from ..training.params import require_values
+        from ..training.params import read_files, require_values
         from ..viz.stats import value_stats
-        from .run import load_params
         from .run_feeds import model_inputs, naming_feed
 
         def check(scope, fed):
             require_values(prog, scope, fed, params, program)
         with naming_feed(feed):
-            given = load_params(params, prog)
+            given = read_files(params, prog)
             fed = model_inputs(prog, read_npz(feed, "feed"), feed) if feed else {}   # a test set's labels left out
             stats = value_stats(prog, fed, given, [load(path) for path in startups], check)
     page = program_html(prog, title or str(program), stats)
