@@ -10,6 +10,7 @@ from collections import Counter
 import click
 
 from ..amp_loss import unscaled_loss
+from ..backward.sparse import SPARSE_TABLE_GRADS
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, VarType, dtype_name
 from ..listing import BOOKKEEPING
@@ -50,6 +51,8 @@ def summary(program: str) -> dict:
     params = [var for var in persistable if var.is_parameter]
     fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
     kinds = op_kinds(block)
+    written = {name for op in block.ops for name in op.output_names()}
+    optimized = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
@@ -65,23 +68,22 @@ def summary(program: str) -> dict:
             # trainable=False (a MoCo key encoder, a frozen backbone): parameters no backward gives a gradient
             "frozen_parameters": sorted(var.name for var in params if var.stop_gradient),
             # of a training program: what its optimizer ops write (a style transfer's image alone, its net frozen)
-            "trained_parameters": _trained(block, kinds, params),
+            "trained_parameters": _trained(kinds, params, optimized),
             "other_persistable": len(persistable) - len(params) if params else 0,
-            "other_persistable_kinds": _other_persistable(block, kinds, persistable) if params else {},
-            "optimizer": _optimizer(block, kinds),
+            "other_persistable_kinds": _other_persistable(block, kinds, persistable, written) if params else {},
+            "optimizer": _optimizer(block, kinds, written),
             "sparse_gradients": _sparse_gradients(block, kinds),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
 
 
-def _trained(block: Block, kinds: list[str], params: list) -> list[str] | None:
-    """The parameters the optimizer ops write, or None for a program without them."""
+def _trained(kinds: list[str], params: list, optimized: set[str]) -> list[str] | None:
+    """The parameters the optimizer ops write (``optimized``), or None for a program without them."""
     if OPTIMIZER not in kinds:
         return None
-    written = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
-    return sorted(var.name for var in params if var.name in written)
+    return sorted(var.name for var in params if var.name in optimized)
 
 
-def _optimizer(block: Block, kinds: list[str]) -> dict | None:
+def _optimizer(block: Block, kinds: list[str], written: set[str]) -> dict | None:
     """A training program's update ops by type, the parameters an AdamW leaves undecayed (Paddle's
     apply_decay_param_fun writes with_decay False), a global-norm clip's norm, and whether ops write the rate."""
     updates = [op for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
@@ -93,7 +95,6 @@ def _optimizer(block: Block, kinds: list[str]) -> dict | None:
              for name in op.input_names() if name in constants] if any(
         op.type == "squared_l2_norm" for op in block.ops) else []
     rates = sorted({name for op in updates for name in op.inputs.get("LearningRate", [])})
-    written = {name for op in block.ops for name in op.output_names()}
     return {"updates": dict(Counter(op.type for op in updates)),
             "decay_off": sorted(op.input("Param")[0] for op in updates if op.attrs.get("with_decay") is False),
             "decay": sorted({round(op.attrs["coeff"], 7) for op in updates if op.attrs.get("with_decay")}),
@@ -101,7 +102,8 @@ def _optimizer(block: Block, kinds: list[str]) -> dict | None:
             "learning_rates": rates, "rates_written": [name for name in rates if name in written]}
 
 
-SPARSE_TABLE_SLOTS = ("W", "Weight")   # the table of a lookup, nce or hierarchical_sigmoid with is_sparse
+# forward op -> its table slot, whose gradient is sparse when the op has is_sparse
+SPARSE_TABLES = {grad.removesuffix("_grad"): slot.removesuffix("@GRAD") for grad, slot in SPARSE_TABLE_GRADS.items()}
 
 
 def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
@@ -115,18 +117,16 @@ def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
             grad = block.find_var(op.inputs["Grad"][0])
             if grad is not None and grad.type == VarType.SELECTED_ROWS:
                 updated[op.inputs["Param"][0]] = op.type + (", lazy_mode" if op.attr("lazy_mode") else "")
-        elif kind != OPTIMIZER and op.attr("is_sparse") and not op.type.endswith("_grad"):
-            asked.update((op.inputs[slot][0], f"{op.type} is_sparse") for slot in SPARSE_TABLE_SLOTS
-                         if op.inputs.get(slot))
+        elif op.type in SPARSE_TABLES and op.attr("is_sparse") and (table := op.inputs.get(SPARSE_TABLES[op.type])):
+            asked[table[0]] = f"{op.type} is_sparse"
     return dict(sorted((updated if OPTIMIZER in kinds else asked).items()))
 
 
-def _other_persistable(block: Block, kinds: list[str], persistable: list) -> dict[str, int]:
+def _other_persistable(block: Block, kinds: list[str], persistable: list, written: set[str]) -> dict[str, int]:
     """How many persistable vars that are no parameter the program keeps as an optimizer's state, writes (running
     statistics, counters), or only reads: a frozen weight (stop_gradient, Paddle's trainable=False)."""
     updating = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER
                 for name in (*op.input_names(), *op.output_names())}
-    written = {name for op in block.ops for name in op.output_names()}
     counts = Counter("optimizer state" if var.name in updating else "written: statistics, counters"
                      if var.name in written else "read only: frozen weights" for var in persistable
                      if not var.is_parameter)
@@ -157,7 +157,7 @@ def _lines(facts: dict) -> list[str]:
     else:
         lines.append(f"persistable vars (the values --params gives): {len(params)} ({facts['parameter_values']:,} "
                      f"values)")
-    marked = set(facts["trained_parameters"] or ()) if facts["parameters_marked"] and partly else set()
+    marked = set(facts["trained_parameters"]) if partly else set()
     lines += [f"  {_shown(var)}{'  *' if var['name'] in marked else ''}" for var in params[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
