@@ -77,11 +77,11 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if miou or topk and not recall:   # --topk's k are recall@k's with --recall
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
-        result.miou = miou and result.scores is not None
-    if miou and not result.scores:
-        raise GradcError("evaluation: the mIoU needs class scores and labels: the program has no cross-entropy op "
-                         "whose labels the data holds, nor one output of rank 2 or more (name the labels with "
-                         "--label NAME)")
+        if miou and not result.scores:
+            raise GradcError("evaluation: the mIoU needs class scores and labels: the program has no cross-entropy "
+                             "op whose labels the data holds, nor one output of rank 2 or more (name the labels with "
+                             "--label NAME)")
+        result.miou = miou
     if recall:
         check_towers(forward, recall)
         result.recall, result.recall_at = recall, sorted(set(topk or [1]))
