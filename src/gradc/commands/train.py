@@ -174,7 +174,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                        params, program)
         if lr_schedule is None and lbfgs is None:
             _warn_of_a_zero_rate(trainer)
-    _check_after_steps(after_steps, trainer, params if resume is None else None)
+    _check_after_steps(after_steps, trainer, params, resumed=resume is not None)
     log = log_every or (1 if data is None else 10)
     reporter = JsonLinesReporter(log) if as_json else ConsoleReporter(log, bar=not log_grad_norms)
     try:
@@ -247,15 +247,15 @@ def _warn_of_a_zero_rate(trainer) -> None:
             return
 
 
-def _check_after_steps(paths, trainer, params) -> None:
+def _check_after_steps(paths, trainer, params, resumed: bool) -> None:
     """Refuse, before the first step, an --after-step program that reads inputs (it runs unfed) or, unless resumed
-    from a checkpoint (``params`` None), persistable vars the scope has no value of."""
+    from a checkpoint, persistable vars the scope has no value of."""
     for path, after in zip(paths, trainer.after_step):
         inputs = program_inputs(after.global_block)
         try:
             if inputs:
                 raise GradcError(f"it reads the input(s) {', '.join(inputs)}, and runs unfed after each step")
-            if params is not None:
+            if not resumed:
                 require_values(after, trainer.scope, (), params)
         except GradcError as exc:
             raise GradcError(f"--after-step program '{path}': {exc}") from None
