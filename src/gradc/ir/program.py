@@ -161,6 +161,18 @@ class Program:
     def num_ops(self) -> int:
         return sum(len(b.ops) for b in self.blocks)
 
+    def declares(self, name: str) -> bool:
+        """Whether any block declares ``name``."""
+        return any(name in block.vars for block in self.blocks)
+
+    def unused_name(self, pattern: str) -> str:
+        """The first ``pattern.format(n)``, n = 0, 1, ..., that no block declares (Paddle's unique names count the
+        sub-blocks' vars too, where Block.unused_name sees only the visible ones)."""
+        n = 0
+        while self.declares(pattern.format(n)):
+            n += 1
+        return pattern.format(n)
+
     def blocks_run_by(self, op: OpDesc) -> list[int]:
         """The blocks ``op`` runs where it stands: those it names (indices outside the program skipped), less a
         backward block whose forward block it names too (a pylayer keeps the user's backward block for its grad

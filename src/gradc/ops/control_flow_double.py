@@ -36,7 +36,7 @@ class Replay:
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}{REPLAYED}{self.block.idx}"
-        while any(new in b.vars for b in self.block.program.blocks):
+        while self.block.program.declares(new):   # the first has no count: no Program.unused_name pattern
             count += 1
             new = f"{name}{REPLAYED}{self.block.idx}@{count}"
         return new

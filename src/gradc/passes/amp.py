@@ -94,6 +94,17 @@ class AmpOptions:
         bfloat16 dynamically, Paddle sets its scale to 1 instead)."""
         return self.dynamic or (not self.dynamic_asked and self.init_loss_scaling != 1.0)
 
+    @property
+    def update_attrs(self) -> dict | None:
+        """update_loss_scaling's attributes when scaling dynamically, else None."""
+        return {"incr_every_n_steps": self.incr_every_n_steps, "decr_every_n_nan_or_inf": self.decr_every_n_nan_or_inf,
+                "incr_ratio": self.incr_ratio, "decr_ratio": self.decr_ratio} if self.dynamic else None
+
+    @property
+    def master_grads(self) -> bool:
+        """master_grad where decorate honours it: at O2."""
+        return self.master_grad and self.level == "O2"
+
 
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -158,13 +169,10 @@ class AmpPass(Pass):
         self.backward.losses, self.backward.losses_used = [self.loss], [self.loss]
         self.memory_results = {memory.name: memory(program) for memory in self.memory}
         move_gradient_casts(block, pairs)
-        if options.master_grad and options.level == "O2":
+        if options.master_grads:
             pairs = master_gradients(block, pairs)
         emit = Emitter(program)
-        updating = {"incr_every_n_steps": options.incr_every_n_steps,
-                    "decr_every_n_nan_or_inf": options.decr_every_n_nan_or_inf, "incr_ratio": options.incr_ratio,
-                    "decr_ratio": options.decr_ratio} if options.dynamic else None
-        found = unscale(emit, pairs, scaling, options.level == "O2", updating) if scaling else None
+        found = unscale(emit, pairs, scaling, options.level == "O2", options.update_attrs) if scaling else None
         self.optimizer.multi_precision = True   # decorate's master_weight=None: float32 masters of low parameters
         if found is not None and self.optimizer.type in SKIPPING:
             skip = emit.temporary("memcpy_{}.tmp_0", block.var(found).shape, VarType.BOOL)
@@ -211,23 +219,15 @@ def _scaled_loss(program: Program, loss: str, scaling: dict[str, str]) -> str:
     """The loss the backward starts from: ``loss`` (cast to float32 where it is not: O2's) times loss_scaling_0."""
     block = program.global_block
     if block.var(loss).dtype != VarType.FP32:
-        loss = append_cast(block, loss, _unused_tmp(program), VarType.FP32, len(block.ops))
+        loss = append_cast(block, loss, program.unused_name("tmp_{}"), VarType.FP32, len(block.ops))
     if not scaling:
         return loss
-    scaled = block.create_var(_unused_tmp(program), block.var(loss).shape or [1], VarType.FP32).name
+    scaled = block.create_var(program.unused_name("tmp_{}"), block.var(loss).shape or [1], VarType.FP32).name
     mul = complete(make_op("elementwise_mul", {"X": [loss], "Y": [scaling["loss_scaling"]]}, {"Out": [scaled]},
                            {"axis": -1, "Scale_x": 1.0, "Scale_y": 1.0, "Scale_out": 1.0}))
     roles.set_role(mul, roles.FORWARD)
     block.ops.append(mul)
     return scaled
-
-
-def _unused_tmp(program: Program) -> str:
-    """The first ``tmp_N`` no block declares: Paddle's unique names count the sub-blocks' temporaries too."""
-    n = 0
-    while any(f"tmp_{n}" in block.vars for block in program.blocks):
-        n += 1
-    return f"tmp_{n}"
 
 
 def _round_parameters(program: Program, startup: Program) -> None:
