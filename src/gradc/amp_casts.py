@@ -5,12 +5,14 @@ statistics of normalisation ops stay float32. passes/amp.py is the pass that use
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from .ir import FLOAT_DTYPES, Block, OpDesc, Program, VarType, roles
 from .optimizers.emit import complete
-from .registry import make_op, sub_block
+from .registry import make_op, sub_block, sub_blocks_run
+from .verify_shapes import loop_outer_writes
 
 CONTROL_FLOW = frozenset({"conditional_block", "while"})   # ops that run a sub-block
 TENSORS = frozenset({VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY})
@@ -137,36 +139,43 @@ def rewrite(program: Program, level: str, low: int, lists: AmpLists) -> int:
                 fmt = low if level == "O2" else _follow(block, op, writers, high_ops, low_ops, lists, low)
                 (low_ops if fmt == low else high_ops).add(id(op))
                 _set_outputs(block, op, fmt)
-    casts = 0
+    casts, owners = 0, {}   # sub-block -> (its block, once cast, and the index of the op that runs it)
     for block in program.blocks:
-        idx, later = 0, _written_after_owner(program, block)
+        idx, later = 0, _written_after_owner(block, owners.get(block.idx))
         while idx < len(block.ops):
             op = block.ops[idx]
             added = (_cast_inputs(block, op, idx, VarType.FP32, low, later) if id(op) in low_ops else
                      _cast_inputs(block, op, idx, low, VarType.FP32, later) if id(op) in high_ops else 0)
             casts += added
             idx += added + 1
+        owners.update((sub, (block, at)) for sub, at in sub_blocks_run(block).items())
     return casts
 
 
 def _loop_carried(program: Program) -> set[str]:
     """The vars a while loop's body writes that its parent block writes too (its carried values): one dtype whichever
     op writes them, float32 (Paddle's outer writer and body disagree, gradc's do not)."""
-    carried = set()
+    carried, outer_writes = set(), None
     for block in program.blocks:
-        for op in (op for op in block.ops if op.type == "while"):
-            body = program.blocks[sub_block(op)]
-            inside = {name for inner in body.ops for name in inner.output_names() if name not in body.vars}
-            carried |= inside & {name for other in block.ops if other is not op for name in other.output_names()}
+        loops = [op for op in block.ops if op.type == "while"]
+        if not loops:
+            continue
+        outer_writes = outer_writes or loop_outer_writes(program)
+        writers = Counter(name for op in block.ops for name in set(op.output_names()))   # ops writing each name
+        for op in loops:
+            own = set(op.output_names())
+            carried.update(name for name in outer_writes.get(sub_block(op), ())
+                           if writers[name] > (name in own))   # written by another op of the block
     return carried
 
 
-def _written_after_owner(program: Program, block: Block) -> set[str]:
-    """The vars the parent block writes after the op that runs ``block``: a cast there is no value for it (Paddle
-    reuses it, and its loop body reads the cast its parent makes after the loop)."""
-    parent = block.parent
-    owner = next((idx for idx, op in enumerate(parent.ops) if sub_block(op) == block.idx), None) if parent else None
-    return set() if owner is None else {name for op in parent.ops[owner + 1:] for name in op.output_names()}
+def _written_after_owner(block: Block, owner: tuple[Block, int] | None) -> set[str]:
+    """The vars the parent block writes after ``owner``, the op that runs ``block``: a cast there is no value for it
+    (Paddle reuses it, and its loop body reads the cast its parent makes after the loop)."""
+    if owner is None or owner[0] is not block.parent:
+        return set()
+    parent, idx = owner
+    return {name for op in parent.ops[idx + 1:] for name in op.output_names()}
 
 
 def _kept_float32(op: OpDesc, lists: AmpLists) -> bool:
@@ -261,9 +270,11 @@ def _cast_inputs(block: Block, op: OpDesc, idx: int, source: int, target: int, l
     return inserted
 
 
-def append_cast(block: Block, name: str, out: str, dtype: int, idx: int, role: int = roles.FORWARD) -> str:
+def append_cast(block: Block, name: str, out: str, dtype: int, idx: int, role: int = roles.FORWARD,
+                inherit_stop_gradient: bool = True) -> str:
+    """Insert at ``idx`` a cast of ``name`` to a new ``out`` (its stop_gradient ``name``'s, or unset)."""
     var = block.var(name)
-    block.create_var(out, var.shape, dtype, stop_gradient=var.stop_gradient)
+    block.create_var(out, var.shape, dtype, stop_gradient=var.stop_gradient if inherit_stop_gradient else None)
     cast = complete(make_op("cast", {"X": [name]}, {"Out": [out]},
                             {"in_dtype": int(var.dtype), "out_dtype": int(dtype)}))
     roles.set_role(cast, role)

@@ -38,7 +38,16 @@ from .opdef import (
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default",
            "attr_type_problem", "defgrad", "definition_problem",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
+           "sub_blocks_run",
            "slot_problem", "typed", "unsupported_setting"]
+
+
+def sub_blocks_run(block) -> dict[int, int]:
+    """Sub-block index -> the index of the op of ``block`` that runs it (a control-flow op; the last, if several)."""
+    types = {op.type for op in block.ops}   # most blocks run no sub-block: no call per op
+    if not any(getattr(get(type), "sub_block_attr", None) for type in types):
+        return {}
+    return {sub: idx for idx, op in enumerate(block.ops) if (sub := sub_block(op)) is not None}
 
 
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:

@@ -95,7 +95,9 @@ def shape_problems(program: Program) -> Iterator[str]:
     """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
     is broken)."""
     definition_problem = registry.definition_problem
-    carried = _loop_carried(program)
+    # the outer vars a while body writes change shape from one iteration to the next (a growing cache, a condition
+    # a broadcast makes [1]) while Paddle declares them as the loop starts: the body's shapes read their dims unknown
+    carried = loop_outer_writes(program)
     for block in program.blocks:
         complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
         reshaped = _Reshaped(block, carried.get(block.idx, frozenset()))
@@ -111,10 +113,8 @@ def shape_problems(program: Program) -> Iterator[str]:
                 yield str(exc)
 
 
-def _loop_carried(program: Program) -> dict[int, frozenset]:
-    """By while body: the outer vars it writes, whose value changes shape from one iteration to the next (a growing
-    cache, a condition a broadcast makes [1]) while Paddle declares them as the loop starts; the body's shapes
-    read their dims as unknown."""
+def loop_outer_writes(program: Program) -> dict[int, frozenset]:
+    """By while body: the vars its ops write that it does not declare (the outer vars the loop carries)."""
     carried = {}
     for block in program.blocks:
         for op in block.ops:

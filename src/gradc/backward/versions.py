@@ -17,8 +17,6 @@ the previous op (``@-1``: at the start of the block).
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from .. import registry
 from ..ir import Block, OpDesc, roles
 from ..ops.control_flow import updated_in_place
@@ -30,14 +28,8 @@ _UNWRITTEN = (None, -1)
 class Versions:
     def __init__(self, program):
         self.program = program
-        self.owner: dict[int, tuple[Block, int]] = {}    # sub-block -> (its block, control-flow op index)
-        for block in program.blocks:
-            types = set(map(attrgetter("type"), block.ops))   # most blocks run no sub-block: no call per op
-            if any(getattr(registry.get(type), "sub_block_attr", None) for type in types):
-                for idx, op in enumerate(block.ops):
-                    sub = registry.sub_block(op)
-                    if sub is not None:
-                        self.owner[sub] = (block, idx)
+        self.owner: dict[int, tuple[Block, int]] = {    # sub-block -> (its block, control-flow op index)
+            sub: (block, idx) for block in program.blocks for sub, idx in registry.sub_blocks_run(block).items()}
         self._writes: dict[int, dict[str, tuple[int, int]]] = {}
         self._rewritten: dict[int, set[str]] = {}   # per block: names an op writes after an earlier op used them
         self._in_place: dict[int, set[str]] = {}

@@ -4,9 +4,9 @@ update_loss_scaling."""
 
 from __future__ import annotations
 
+from ..amp_casts import append_cast
 from ..ir import AttrType, Block, VarType, roles
-from ..optimizers.emit import Emitter, complete
-from ..registry import make_op
+from ..optimizers.emit import Emitter
 
 
 def move_gradient_casts(block: Block, pairs: list[tuple[str, str]]) -> None:
@@ -75,10 +75,7 @@ def master_gradients(block: Block, pairs: list[tuple[str, str]]) -> list[tuple[s
         if var.dtype == VarType.FP32:
             masters.append((param, grad))
             continue
-        master = block.create_var(grad + "_fp32_master_0", var.shape, VarType.FP32).name
-        cast = complete(make_op("cast", {"X": [grad]}, {"Out": [master]},
-                                {"in_dtype": int(var.dtype), "out_dtype": int(VarType.FP32)}))
-        roles.set_role(cast, roles.FORWARD)
-        block.ops.append(cast)
+        master = append_cast(block, grad, grad + "_fp32_master_0", VarType.FP32, len(block.ops),
+                             inherit_stop_gradient=False)   # Paddle's master var leaves it unset
         masters.append((param, master))
     return masters
