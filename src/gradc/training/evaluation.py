@@ -32,7 +32,7 @@ from .history import default_fetch, scalar
 from .labels import check_indices, classifiers, label_error, out_of_range
 from .programs import forward_part, prune
 from .retrieval import RecallTally, check_towers, parse_pair
-from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, of_set_means, set_ratios
+from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
 
 
 @dataclass
@@ -50,6 +50,8 @@ class EvalPlan:
     mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
     recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
     recall_at: list[int] = field(default_factory=list)
+    # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
+    derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
@@ -92,6 +94,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          "the labels (--label NAME)")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
+    result.derived = from_set_means(result.program, result.scalars, result.losses)
     return result
 
 
@@ -259,8 +262,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     and "class_iou", or "recall@K", as planned}."""
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
-    derived = of_set_means(evaluation.program, evaluation.scalars, evaluation.losses)   # a PSNR: of the set's MSE
-    averaged = list(dict.fromkeys([*evaluation.scalars, *derived.values()]))
+    averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
     towers = list(evaluation.recall or ())
     fetches = averaged + list(chunks) + towers + ([evaluation.scores] if evaluation.scores else [])
     retrieval = RecallTally(evaluation.recall_at)
@@ -285,7 +287,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
     means = {name: total / count for name, total in totals.items()}
-    means.update(at_set_means(executor, scope, evaluation.program, derived, means) if count else {})
+    means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'

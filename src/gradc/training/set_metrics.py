@@ -92,13 +92,20 @@ def of_set_means(program: Program, scalars: Sequence[str], losses: Sequence[str]
     return {name: mean for name, mean in found.items() if mean not in (None, name)}
 
 
-def at_set_means(executor, scope: Scope, program: Program, derived: dict[str, str],
+def from_set_means(program: Program, scalars: Sequence[str], losses: Sequence[str]) -> dict[str, tuple[str, Program]]:
+    """Each of ``scalars`` of_set_means finds, with its mean and the ops that compute it from the mean (pruned once:
+    a plan is evaluated every epoch)."""
+    derived = of_set_means(program, scalars, losses)
+    return {name: (mean, prune(program, [name], [mean])) for name, mean in derived.items()}
+
+
+def at_set_means(executor, scope: Scope, derived: dict[str, tuple[str, Program]],
                  means: dict[str, float]) -> dict[str, float]:
-    """The ``derived`` scalars recomputed by their ops from the set's means."""
+    """The ``derived`` scalars (from_set_means') recomputed by their ops from the set's means."""
     results = {}
-    for name, mean in derived.items():
-        var = program.global_block.find_var(mean)
+    for name, (mean, ops) in derived.items():
+        var = ops.global_block.find_var(mean)
         fed = np.full(var.shape, means[mean], dtype=NUMPY_DTYPE_NAMES[var.dtype])
-        (value,) = executor.run(prune(program, [name], [mean]), {mean: fed}, [name], scope)
+        (value,) = executor.run(ops, {mean: fed}, [name], scope)
         results[name] = scalar(name, value)
     return results
