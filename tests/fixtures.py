@@ -111,13 +111,17 @@ class Fixture(FixtureFiles):
             np.testing.assert_allclose(results[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-def unpacked(week: Path, out: Path) -> Path:
-    """A user week's files as the user has them: its gzipped programs unpacked into ``out`` beside its arrays."""
-    for path in week.iterdir():
-        if path.suffix == ".gz":
-            (out / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-        else:
-            shutil.copy(path, out / path.name)
+def unpacked(week: Path, out: Path, folders: tuple[str, ...] = ()) -> Path:
+    """A user week's files as the user has them: its gzipped programs unpacked into ``out`` beside its arrays, and
+    those of each of its ``folders`` (a model each) into the same folder under ``out``."""
+    for folder in (week, *(week / name for name in folders)):
+        target = out / folder.relative_to(week)
+        target.mkdir(exist_ok=True)
+        for path in folder.iterdir():
+            if path.suffix == ".gz":
+                (target / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
+            elif path.is_file():
+                shutil.copy(path, target / path.name)
     return out
 
 

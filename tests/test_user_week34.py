@@ -5,16 +5,14 @@ decay step by step against Paddle's; grid_sample's gradients against Paddle's an
 every padding mode, away from kinks and on them; max over points at a three-way tie; a PIR export run by gradc. Each
 fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 
 WEEK = DATA / "user_week34"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -29,14 +27,7 @@ BIAS_BEFORE_NORM = {"conv3d_0.b_0", "batch_norm3d_0.w_1"}
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model, the grid programs in the top one; a feed of 4 test examples."""
     out = tmp_path_factory.mktemp("week34")
-    for folder in (WEEK, *(WEEK / model for model in MODELS)):
-        target = out / folder.relative_to(WEEK)
-        target.mkdir(exist_ok=True)
-        for path in folder.iterdir():
-            if path.suffix == ".gz":
-                (target / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-            elif path.is_file():
-                shutil.copy(path, target / path.name)
+    unpacked(WEEK, out, MODELS)
     for model in MODELS:
         test = np.load(out / model / "test_data.npz")
         np.savez(out / model / "feed.npz", **{name: value[:4] for name, value in test.items()})

@@ -5,15 +5,13 @@ and trained by Adam step by step against Paddle's, the noise drawn as paddle.see
 LogNormal / Laplace log-probs, entropies and rsamples with Paddle's gradients; MC dropout's passes; an ancestral
 sampler exported as PIR. Each fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 
 WEEK = DATA / "user_week38"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -26,14 +24,7 @@ def files(tmp_path_factory):
     """The week's files unpacked, a folder a model, the distributions and the sampler in the top one; a feed of 6
     test points a model."""
     out = tmp_path_factory.mktemp("week38")
-    for folder in (WEEK, *(WEEK / model for model in MODELS)):
-        target = out / folder.relative_to(WEEK)
-        target.mkdir(exist_ok=True)
-        for path in folder.iterdir():
-            if path.suffix == ".gz":
-                (target / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-            elif path.is_file():
-                shutil.copy(path, target / path.name)
+    unpacked(WEEK, out, MODELS)
     for model in MODELS:
         test = np.load(out / model / "test_data.npz")
         np.savez(out / model / "feed.npz", **{name: value[:6] for name, value in test.items()})

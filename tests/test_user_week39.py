@@ -5,15 +5,13 @@ whose gradient is inside the program, built with Paddle 3.3.1's layers (tools/pa
 by step against Paddle's; second-derivative ops and cumprod at zeros against Paddle's and float64 central differences;
 a PIR export run by gradc. Each fault found, as the behaviour it has now."""
 
-import gzip
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA
+from fixtures import DATA, unpacked
 
 WEEK = DATA / "user_week39"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -28,14 +26,7 @@ DOUBLES = ("softplus", "elu", "celu", "pow", "tanh", "sin", "sigmoid")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; feeds of the first batch."""
     out = tmp_path_factory.mktemp("week39")
-    for folder in (WEEK, WEEK / "pir", *(WEEK / model for model in NERFS + SDFS)):
-        target = out / folder.relative_to(WEEK)
-        target.mkdir(exist_ok=True)
-        for path in folder.iterdir():
-            if path.suffix == ".gz":
-                (target / path.stem).write_bytes(gzip.decompress(path.read_bytes()))
-            elif path.is_file():
-                shutil.copy(path, target / path.name)
+    unpacked(WEEK, out, ("pir", *NERFS, *SDFS))
     rays = np.load(out / "nerf" / "data.npz")
     np.savez(out / "rays.npz", **{name: rays[name][:16] for name in ("rays_o", "rays_d", "depths", "target")})
     np.savez(out / "points.npz", points=np.load(out / "sdf_sine" / "data.npz")["points"][:32])
