@@ -56,6 +56,20 @@ CASES = [
     Case("pow_double_grad", {"X": r.uniform(0.5, 2.0, (2, 3)), "FactorTensor": np.array([3.0]),
                              "grad_out": r.standard_normal((2, 3)), "grad_x@GRAD": r.standard_normal((2, 3))},
          wrt=["X", "grad_out", "grad_x@GRAD"]),
+    # Paddle's legacy conv second-derivative ops (gradc.ops.nn_double): a WGAN-GP critic's gradient penalty
+    *(Case(type, {"Input": r.standard_normal(x), "Filter": r.standard_normal(w), "grad_out": r.standard_normal(y),
+                  "grad_input@GRAD": r.standard_normal(x), "grad_filter@GRAD": r.standard_normal(w)}, attrs)
+      for type, x, w, y, attrs in (
+          ("conv2d_grad_grad", (2, 2, 5, 5), (3, 2, 3, 3), (2, 3, 3, 3), {"strides": [2, 2], "paddings": [1, 1]}),
+          ("conv2d_grad_grad", (1, 3, 4, 4), (4, 2, 2, 2), (1, 2, 3, 4), {"groups": 2, "data_format": "NHWC"}),
+          ("depthwise_conv2d_grad_grad", (1, 3, 4, 4), (6, 1, 3, 3), (1, 6, 4, 4), {"groups": 3, "paddings": [1, 1]}),
+          ("conv3d_grad_grad", (1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (1, 2, 3, 2, 2),
+           {"strides": [1, 2, 1], "paddings": [1, 0, 0], "dilations": [2, 1, 1], "data_format": "NCDHW"}),
+          ("conv2d_transpose_grad_grad", (1, 2, 3, 3), (2, 3, 3, 3), (1, 3, 5, 5), {"strides": [2, 2],
+                                                                                   "paddings": [1, 1]}))),
+    Case("conv2d_grad_grad", {"Input": r.standard_normal((1, 2, 4, 4)), "Filter": r.standard_normal((2, 2, 3, 3)),
+                              "grad_out": r.standard_normal((1, 2, 2, 2)),     # no ddW: Input@GRAD is zero
+                              "grad_input@GRAD": r.standard_normal((1, 2, 4, 4))}),
     # Paddle's third-derivative ops: the grads of tanh_grad_grad's and elementwise_mul_grad_grad's outputs
     Case("tanh_triple_grad", {"Out": np.tanh(r.standard_normal((3, 4))), "grad_out_forward": r.standard_normal((3, 4)),
                               "grad_x_grad_forward": r.standard_normal((3, 4)),

@@ -236,7 +236,7 @@ def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     return inner(xp, x_sizes, geo)
 
 
-def _conv_args(k, dims: int, transpose: bool = False):
+def conv_args(k, dims: int, transpose: bool = False):
     last = ops.channel_last(k.attr("data_format"))
     x, w = channels_first(k.x("Input"), last, dims), channels_first(k.x("Filter"), False, dims)
     channels, groups = (w.shape[0], 1) if transpose else (w.shape[1], k.attr("groups"))
@@ -252,12 +252,12 @@ def _conv_args(k, dims: int, transpose: bool = False):
 def _conv_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
-        last, x, w, geo = _conv_args(k, dims)
+        last, x, w, geo = conv_args(k, dims)
         return {"Output": channels_back(conv(x, w, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
-        last, x, w, geo = _conv_args(k, dims)
+        last, x, w, geo = conv_args(k, dims)
         dy = channels_first(k.x("Output@GRAD"), last, dims)
         if x.size == 0:   # an empty input's output (zeros of the padding) depends on neither input
             return k.grads({"Input@GRAD": lambda: np.zeros_like(k.x("Input")), "Filter@GRAD": lambda: np.zeros_like(w)})
@@ -269,13 +269,13 @@ def _conv_kernels(name: str, dims: int) -> None:
 def _conv_transpose_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
-        last, x, w, geo = _conv_args(k, dims, transpose=True)
+        last, x, w, geo = conv_args(k, dims, transpose=True)
         out = ops.conv_transpose_out_sizes(x.shape[2:], w.shape[2:], ops.attr_values(k, ops.conv_transpose_attrs(dims)))
         return {"Output": channels_back(conv_input_grad(x, w, out, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
-        last, x, w, geo = _conv_args(k, dims, transpose=True)
+        last, x, w, geo = conv_args(k, dims, transpose=True)
         dy = channels_first(k.x("Output@GRAD"), last, dims)
         return k.grads({"Input@GRAD": lambda: channels_back(conv(dy, w, geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})

@@ -37,6 +37,7 @@ FAMILIES = {
     "conv": ("conv2d", "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "conv3d", "conv3d_grad",
         "conv2d_transpose", "conv2d_transpose_grad", "depthwise_conv2d_transpose", "depthwise_conv2d_transpose_grad",
         "conv3d_transpose", "conv3d_transpose_grad"),
+    "conv_double": ("conv2d_transpose_grad_grad", "conv2d_grad_grad", "depthwise_conv2d_grad_grad", "conv3d_grad_grad"),
     "correlation": ("correlation", "correlation_grad"),
     "creation": ("assign_value", "eye", "linspace", "logspace", "range", "range_v2", "sequence_mask", "coalesce_tensor",
         "label_smooth", "label_smooth_grad"),
