@@ -1,7 +1,7 @@
 """Paddle 3.3.1's legacy conv second-derivative ops (conv2d_grad_grad, conv3d_grad_grad), as paddle.static.gradients
 of a gradient writes them (tools/paddle_conv_double_grad.py): Paddle's programs run by gradc give Paddle's float64
-gradients, and a WGAN-GP critic's own training program trains in gradc to Paddle's losses. Before, gradc refused
-both ("op type(s) gradc does not know: conv2d_grad_grad")."""
+gradients (their PIR programs too), and a WGAN-GP critic's own training program trains in gradc to Paddle's losses.
+Before, gradc refused both ("op type(s) gradc does not know: conv2d_grad_grad")."""
 
 import json
 
@@ -18,7 +18,7 @@ CONVS = ("conv2d", "grouped_conv2d", "conv3d")
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The programs unpacked, and each conv's feed (x, its filter f, w and v) on its own."""
-    out = unpacked(FILES, tmp_path_factory.mktemp("conv_double"), ("wgan",))
+    out = unpacked(FILES, tmp_path_factory.mktemp("conv_double"), ("wgan", "pir"))
     paddle = np.load(FILES / "conv.npz")
     for conv in CONVS:
         np.savez(out / f"{conv}_feed.npz", **{var: paddle[f"{conv}_feed_{var}"] for var in "xfwv"})
@@ -44,6 +44,19 @@ def test_paddles_conv_double_grad_programs_give_its_gradients(files, conv):
         ours = np.load(files / f"{conv}_{result}.npz")
         for var in "xf":
             np.testing.assert_allclose(ours[var], paddle[f"{conv}_{var}"], rtol=1e-12, atol=1e-12, err_msg=result)
+
+
+@pytest.mark.parametrize("conv", ("conv2d", "conv3d"))
+def test_paddles_pir_conv_double_grad_programs_give_its_gradients(files, conv):
+    """The same programs built in PIR (save_inference_model, the two gradients fetched): gradc translates and runs
+    pd_op.conv2d_grad_grad and pd_op.conv3d_double_grad (before, 'gradc cannot translate' each) to Paddle's gradients
+    to 1e-12."""
+    run = gradc_cli("run", files / "pir" / f"conv_{conv}.json", "--feed", files / f"{conv}_feed.npz", "-o",
+                    files / f"pir_{conv}.npz")
+    assert run.returncode == 0, run.stderr
+    ours, paddle = np.load(files / f"pir_{conv}.npz"), np.load(FILES / "pir" / "conv.npz")
+    for index, var in enumerate("xf"):
+        np.testing.assert_allclose(ours[f"fetch_name_{index}"], paddle[f"{conv}_{var}"], rtol=1e-12, atol=1e-12)
 
 
 def test_wgan_gp_critic_trains_in_gradc_to_paddles_losses(files):

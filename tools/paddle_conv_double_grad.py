@@ -9,6 +9,9 @@ even infer those ops' shapes), so they have no fixture here, and the critic's gr
 - wgan/: a WGAN-GP critic (Conv2D stride 2, tanh, a grouped Conv2D, tanh, reshape, Linear) on 1x8x8 images whose
   gradient penalty 10 mean((|grad_interp critic| - 1)^2) goes through paddle.static.gradients, minimized by Adam(1e-3):
   Paddle's own training program (train.pb, startup.pb), init.npz, data.npz, its 4 losses in meta.json.
+- pir/conv_<op>.json: the conv_<op>_paddle programs built again in PIR static mode (pd_op.conv2d_grad_grad,
+  conv3d_double_grad), saved by save_inference_model with the gradients to x and f fetched; pir/conv.npz: Paddle's
+  values of them (this script's second interpreter, ``OUT --pir``).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_conv_double_grad.py \
         tests/data/paddle/double_grad_ops
@@ -16,14 +19,14 @@ even infer those ops' shapes), so they have no fixture here, and the critic's gr
 
 import gzip
 import json
-import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks
 
 RNG = np.random.default_rng(46)
 BATCH, STEPS = 4, 4
@@ -39,24 +42,31 @@ CONVS = {"conv2d": ((2, 2, 5, 5), (3, 2, 3, 3), lambda x, f: F.conv2d(x, f, stri
          "conv3d": ((2, 2, 4, 4, 4), (3, 2, 2, 3, 2), lambda x, f: F.conv3d(x, f, padding=[1, 1, 0], dilation=2))}
 
 
+def conv_program(name: str, feed: dict | None = None):
+    """(program, its forward clone, feeds, [x, f, w, v], [gradients to x and f], loss); feeds drawn unless given."""
+    x_shape, f_shape, conv = CONVS[name]
+    feed = feed or {"x": RNG.normal(size=x_shape), "f": RNG.normal(size=f_shape) * 0.5}
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        xv = paddle.static.data("x", x_shape, "float64")
+        fv = paddle.static.data("f", f_shape, "float64")
+        xv.stop_gradient = fv.stop_gradient = False
+        y = conv(xv, fv)
+        feed.setdefault("w", RNG.normal(size=y.shape))
+        wv = paddle.static.data("w", y.shape, "float64")
+        vv = paddle.static.data("v", x_shape, "float64")
+        feed.setdefault("v", RNG.normal(size=x_shape))
+        (grad,) = paddle.static.gradients(paddle.sum(paddle.tanh(y) * wv), xv)
+        loss = paddle.sum(grad * vv)
+        forward = main.clone()
+        grads = paddle.static.gradients(loss, [xv, fv])
+    return main, forward, feed, [xv, fv, wv, vv], grads, loss
+
+
 def conv_programs(out: Path, exe) -> None:
     results = {}
-    for name, (x_shape, f_shape, conv) in CONVS.items():
-        feed = {"x": RNG.normal(size=x_shape), "f": RNG.normal(size=f_shape) * 0.5}
-        main = paddle.static.Program()
-        with paddle.static.program_guard(main, paddle.static.Program()):
-            xv = paddle.static.data("x", x_shape, "float64")
-            fv = paddle.static.data("f", f_shape, "float64")
-            xv.stop_gradient = fv.stop_gradient = False
-            y = conv(xv, fv)
-            feed["w"] = RNG.normal(size=y.shape)
-            wv = paddle.static.data("w", y.shape, "float64")
-            vv = paddle.static.data("v", x_shape, "float64")
-            feed["v"] = RNG.normal(size=x_shape)
-            (grad,) = paddle.static.gradients(paddle.sum(paddle.tanh(y) * wv), xv)
-            loss = paddle.sum(grad * vv)
-            forward = main.clone()
-            grads = paddle.static.gradients(loss, [xv, fv])
+    for name in CONVS:
+        main, forward, feed, _, grads, loss = conv_program(name)
         types = [op.type for op in main.global_block().ops]
         assert f"{name.removeprefix('grouped_')}_grad_grad" in types, types
         results[f"{name}_x"], results[f"{name}_f"], results[f"{name}_loss"] = exe.run(
@@ -122,7 +132,23 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     conv_programs(out, exe)
     wgan(out, exe)
+    pir_half(__file__, out)
+
+
+def main_pir(out: Path) -> None:
+    paddle.enable_static()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    paddles = np.load(out / "conv.npz")
+    (out / "pir").mkdir(exist_ok=True)
+    results = {}
+    for name in ("conv2d", "conv3d"):
+        main, _, feed, inputs, grads, _ = conv_program(name, {v: paddles[f"{name}_feed_{v}"] for v in "xfwv"})
+        results[f"{name}_x"], results[f"{name}_f"] = exe.run(main, feed=feed, fetch_list=grads)
+        with tempfile.TemporaryDirectory() as tmp:
+            paddle.static.save_inference_model(f"{tmp}/m", inputs, grads, exe, program=main)
+            write_gz(out / "pir" / f"conv_{name}.json", Path(f"{tmp}/m.json").read_bytes())
+    np.savez(out / "pir" / "conv.npz", **results)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)

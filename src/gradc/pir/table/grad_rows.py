@@ -137,6 +137,11 @@ ROWS = [
     # nn
     row("pd_op.conv2d_grad", "conv2d_grad", "input:Input filter:Filter out_grad:Output@GRAD",
         "input_grad:Input@GRAD filter_grad:Filter@GRAD", CONV),
+    # Paddle's conv second-derivative ops (a WGAN-GP critic's gradient penalty)
+    *(row(f"pd_op.{name}", legacy, "input:Input filter:Filter grad_out:grad_out grad_input_grad:grad_input@GRAD "
+          "grad_filter_grad:grad_filter@GRAD", "input_grad:Input@GRAD filter_grad:Filter@GRAD "
+          "grad_out_grad:grad_out@GRAD", CONV)
+      for name, legacy in (("conv2d_grad_grad", "conv2d_grad_grad"), ("conv3d_double_grad", "conv3d_grad_grad"))),
     row("pd_op.depthwise_conv2d_grad", "depthwise_conv2d_grad", "input:Input filter:Filter out_grad:Output@GRAD",
         "input_grad:Input@GRAD filter_grad:Filter@GRAD", CONV),
     row("pd_op.conv2d_transpose_grad", "conv2d_transpose_grad",
