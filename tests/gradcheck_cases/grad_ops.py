@@ -53,6 +53,12 @@ CASES = [
                              ("elu_grad_grad", away_from_zero(3, 4), {"alpha": 0.7}),
                              ("celu_grad_grad", away_from_zero(3, 4), {"alpha": -0.5}),
                              ("pow_double_grad", r.uniform(0.5, 2.0, (3, 4)), {"factor": 2.5}))),
+    # of sqrt and rsqrt, which read Out and the first grad's dX; of leaky_relu and abs, piecewise linear (X flat)
+    *(Case(type, {"Out": r.uniform(0.5, 2.0, (3, 4)), "grad_x": r.standard_normal((3, 4)),
+                  "grad_x@GRAD": r.standard_normal((3, 4))}) for type in ("sqrt_grad_grad", "rsqrt_grad_grad")),
+    Case("leaky_relu_grad_grad", {"X": away_from_zero(3, 4), "grad_x@GRAD": r.standard_normal((3, 4))}, {"alpha": 0.1},
+         wrt=["grad_x@GRAD"]),
+    Case("abs_double_grad", {"X": away_from_zero(3, 4), "grad_x@GRAD": r.standard_normal((3, 4))}, wrt=["grad_x@GRAD"]),
     Case("pow_double_grad", {"X": r.uniform(0.5, 2.0, (2, 3)), "FactorTensor": np.array([3.0]),
                              "grad_out": r.standard_normal((2, 3)), "grad_x@GRAD": r.standard_normal((2, 3))},
          wrt=["X", "grad_out", "grad_x@GRAD"]),

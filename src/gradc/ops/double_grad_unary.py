@@ -77,3 +77,42 @@ for _forward, (_type, _first, _second, _optional, _attrs) in SECOND.items():
                                "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
             grad=_again(_first, _second), no_grad_inputs=[slot.rstrip("?") for slot in _optional],
             of=_forward + "_grad")
+
+
+def _by_out(forward: str, scale: float):
+    """sqrt/rsqrt_grad_grad read Out and the first grad's dX (grad_x): grad_out@GRAD = the first grad at dOut = ddX;
+    Out@GRAD = scale dX ddX / Out (dX is out^k dOut: d(dX)/d(out) = k dX / out, k -1 for sqrt, 3 for rsqrt)."""
+
+    def expand(f, g):
+        out, dx, ddx = (first(g.I(slot)) for slot in ("Out", "grad_x", "grad_x@GRAD"))
+        return {"grad_out@GRAD": f.op(forward + "_grad", {"Out": out, "Out@GRAD": ddx}, out, slot="X@GRAD"),
+                "Out@GRAD": f.scale(f.div(f.mul(dx, ddx, out), out, out), scale)}
+
+    return expansion(expand)
+
+
+for _forward, _scale in (("sqrt", -1.0), ("rsqrt", 3.0)):
+    defgrad(f"{_forward}_grad_grad", inputs=["Out", "grad_x", "grad_x@GRAD"], outputs=["Out@GRAD", "grad_out@GRAD"],
+            infer=lambda ctx: {"Out@GRAD": (ctx.shape("Out"), ctx.dtype("Out")),
+                               "grad_out@GRAD": (ctx.shape("grad_x@GRAD"), ctx.dtype("grad_x@GRAD"))},
+            grad=_by_out(_forward, _scale), of=_forward + "_grad")
+
+
+def _leaky_relu_again(f, g):
+    """ddX where X > 0, alpha ddX elsewhere (at 0 too, unlike leaky_relu_grad): alpha ddX + (1 - alpha) relu part."""
+    x, ddx, alpha = first(g.I("X")), first(g.I("grad_x@GRAD")), g.attr("alpha")
+    above = f.op("relu_grad", {"Out": x, "Out@GRAD": ddx}, x, slot="X@GRAD")
+    return {"grad_out@GRAD": f.add(f.scale(ddx, alpha), f.scale(above, 1.0 - alpha), x)}
+
+
+def _abs_again(f, g):
+    x, ddx = first(g.I("X")), first(g.I("grad_x@GRAD"))
+    return {"grad_out@GRAD": f.op("abs_grad", {"X": x, "Out@GRAD": ddx}, x, slot="X@GRAD")}   # sign(X) ddX
+
+
+# piecewise linear: the first grad is linear in dOut and flat in X, so only grad_out@GRAD (f'(X) ddX) is written
+for _type, _forward, _expand, _attrs in (("leaky_relu_grad_grad", "leaky_relu", _leaky_relu_again, {"alpha": 0.02}),
+                                         ("abs_double_grad", "abs", _abs_again, None)):
+    defgrad(_type, inputs=["X", "grad_x@GRAD"], outputs=["grad_out@GRAD"], attrs=_attrs,
+            infer=lambda ctx: {"grad_out@GRAD": (ctx.shape("grad_x@GRAD"), ctx.dtype("grad_x@GRAD"))},
+            grad=expansion(_expand), no_grad_inputs=["X"], of=_forward + "_grad")

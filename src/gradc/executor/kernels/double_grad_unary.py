@@ -52,3 +52,25 @@ _double("softplus_double_grad", _softplus)
 _double("elu_grad_grad", _elu)
 _double("celu_grad_grad", _celu)
 _double("pow_double_grad", _pow)
+
+
+def _by_out(name: str, first_grad, scale: float) -> None:
+    """grad_out@GRAD = first_grad(Out) ddX; Out@GRAD = scale dX ddX / Out (sqrt: -1, rsqrt: 3)."""
+
+    def run(k):
+        out, ddx = k.x("Out"), k.x("grad_x@GRAD")
+        return k.grads({"grad_out@GRAD": lambda: first_grad(out) * ddx,
+                        "Out@GRAD": lambda: scale * k.x("grad_x") * ddx / out})
+
+    kernel(name)(run)
+
+
+def _flat(name: str, slope) -> None:
+    """Piecewise linear: grad_out@GRAD = slope(X, k) ddX."""
+    kernel(name)(lambda k: k.grads({"grad_out@GRAD": lambda: slope(k.x("X"), k) * k.x("grad_x@GRAD")}))
+
+
+_by_out("sqrt_grad_grad", lambda out: 0.5 / out, -1.0)
+_by_out("rsqrt_grad_grad", lambda out: -0.5 * out ** 3, 3.0)
+_flat("leaky_relu_grad_grad", lambda x, k: np.where(x > 0, 1.0, k.attr("alpha")))   # alpha at 0, as Paddle's
+_flat("abs_double_grad", lambda x, k: np.sign(x))
