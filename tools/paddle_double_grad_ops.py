@@ -15,12 +15,40 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
+from paddle.base.layer_helper import LayerHelper
 from paddle_programs import without_callstacks
 
 RNG = np.random.default_rng(46)
-DOUBLE = {"sqrt": lambda x: paddle.sqrt(x), "rsqrt": lambda x: paddle.rsqrt(x),   # looked up late: install()
-          "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "abs": lambda x: paddle.abs(x)}    # rebinds them
+
+
+def matmul_v1(x, y):
+    """The legacy matmul op (v1, with alpha and transposes), which no 3.3.1 API appends any more."""
+    helper = LayerHelper("matmul")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="matmul", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"alpha": 0.5, "transpose_X": False, "transpose_Y": True})
+    return out
+
+
+# name -> (act of x and y, x's shape, y's shape or None); looked up late: install() rebinds paddle's C-only APIs
+DOUBLE = {"sqrt": (lambda x, y: paddle.sqrt(x), (3, 4), None), "rsqrt": (lambda x, y: paddle.rsqrt(x), (3, 4), None),
+          "leaky_relu": (lambda x, y: F.leaky_relu(x, 0.1), (3, 4), None),
+          "abs": (lambda x, y: paddle.abs(x), (3, 4), None),
+          "clip": (lambda x, y: paddle.clip(x, -0.5, 0.8), (3, 4), None),
+          "matmul": (matmul_v1, (3, 4), (2, 4)),
+          "pool2d": (lambda x, y: F.avg_pool2d(x, 2, stride=2), (1, 2, 4, 4), None),
+          "pad3d": (lambda x, y: F.pad(x, [1, 0, 0, 1, 1, 1], data_format="NCDHW"), (1, 1, 2, 3, 3), None),
+          # Paddle's pad3d_double_grad pads ddX with the value too (its grad to w then holds 0.5 v-free terms)
+          "pad3d_value": (lambda x, y: F.pad(x, [1, 0, 0, 1, 1, 1], value=0.5, data_format="NCDHW"), (1, 1, 2, 3, 3),
+                          None)}
 POSITIVE = ("sqrt", "rsqrt")
+NO_KERNEL = ("matmul",)   # Paddle 3.3.1 registers no kernel of matmul_grad_grad: its program's values in closed form
+
+
+def closed_form(feed: dict) -> list:
+    """sum(v * grad_x sum(w * 0.5 x y^T)) = sum(v * 0.5 w y): to x 0, to w 0.5 v y^T, to y 0.5 w^T v."""
+    x, y, w, v = (feed[name] for name in "xywv")
+    return [np.zeros_like(x), 0.5 * v @ y.T, 0.5 * w.T @ v]
 
 
 def write_gz(path: Path, data: bytes) -> None:
@@ -32,21 +60,29 @@ def main(out: Path) -> None:
     paddle_legacy_shim.install()
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
-    x = RNG.uniform(0.3, 1.5, (3, 4)) * RNG.choice([-1, 1], (3, 4))
-    w, v = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
-    results = {"x": x, "w": w, "v": v}
-    for name, act in DOUBLE.items():
+    results = {}
+    for name, (act, x_shape, y_shape) in DOUBLE.items():
+        x = RNG.uniform(0.3, 1.5, x_shape) * (1 if name in POSITIVE else RNG.choice([-1, 1], x_shape))
+        feed = {"x": x, "v": RNG.normal(size=x_shape), **({"y": RNG.normal(size=y_shape)} if y_shape else {})}
         main_program = paddle.static.Program()
-        feed = {"x": np.abs(x) if name in POSITIVE else x, "w": w, "v": v}
         with paddle.static.program_guard(main_program, paddle.static.Program()):
-            xv, wv, vv = (paddle.static.data(n, [3, 4], "float64") for n in ("x", "w", "v"))
-            xv.stop_gradient = wv.stop_gradient = False
-            (grad,) = paddle.static.gradients(paddle.sum(act(xv) * wv), xv)
+            xv, vv = (paddle.static.data(n, x_shape, "float64") for n in ("x", "v"))
+            yv = paddle.static.data("y", y_shape, "float64") if y_shape else None
+            for var in (xv, yv) if y_shape else (xv,):
+                var.stop_gradient = False   # before the ops that read them: their outputs' flag is set on append
+            out_v = act(xv, yv)
+            feed["w"] = RNG.normal(size=out_v.shape)
+            wv = paddle.static.data("w", out_v.shape, "float64")
+            wv.stop_gradient = False
+            wrt = [xv, wv, *([yv] if y_shape else [])]
+            (grad,) = paddle.static.gradients(paddle.sum(out_v * wv), xv)
             loss = paddle.sum(grad * vv)
             forward = main_program.clone()
-            grads = paddle.static.gradients(loss, [xv, wv])
+            grads = paddle.static.gradients(loss, wrt)
         print(name, [op.type for op in main_program.global_block().ops])
-        results[f"{name}_x"], results[f"{name}_w"] = exe.run(main_program, feed=feed, fetch_list=grads)
+        values = closed_form(feed) if name in NO_KERNEL else exe.run(main_program, feed=feed, fetch_list=grads)
+        results.update({f"{name}_{var}": value for var, value in feed.items()})
+        results.update({f"{name}_{var.name}@GRAD": value for var, value in zip(wrt, values)})
         write_gz(out / f"double_{name}.pb", without_callstacks(forward))
         write_gz(out / f"double_{name}_paddle.pb", without_callstacks(main_program))
     np.savez(out / "double.npz", **results)

@@ -1,15 +1,17 @@
 """Paddle's legacy second-derivative ops of unary math, as `paddle.static.gradients` of a gradient writes them into a
 program (a PINN's Laplacian through a sin activation): `sin_double_grad`, `cos_double_grad`, `square_grad_grad`,
 `log_grad_grad`, and of activations with attributes, `softplus_double_grad` (an SDF's Eikonal loss through a softplus
-MLP), `elu_grad_grad`, `celu_grad_grad`, `pow_double_grad`. Slots are Paddle 3.3.1's: X, grad_out (the first grad
-op's dOut) and grad_x@GRAD (ddX, the grad of its X@GRAD = dOut f'(X)); grad_out@GRAD = f'(X) ddX and
-X@GRAD = f''(X) dOut ddX. Each is written with grad ops that have makers (``expansion``), so a training step of such a
-loss takes third derivatives. Kernels: gradc.executor.kernels.double_grad_unary.
+MLP), `elu_grad_grad`, `celu_grad_grad`, `pow_double_grad`; of sqrt and rsqrt, which read Out and the first grad's dX,
+`sqrt_grad_grad`, `rsqrt_grad_grad`; of piecewise linear ones, `leaky_relu_grad_grad`, `abs_double_grad`,
+`clip_double_grad` (grad_out@GRAD only). Slots are Paddle 3.3.1's: X, grad_out (the first grad op's dOut) and
+grad_x@GRAD (ddX, the grad of its X@GRAD = dOut f'(X)); grad_out@GRAD = f'(X) ddX and X@GRAD = f''(X) dOut ddX. Each is
+written with grad ops that have makers (``expansion``), so a training step of such a loss takes third derivatives.
+Kernels: gradc.executor.kernels.double_grad_unary.
 """
 
 from __future__ import annotations
 
-from ..registry import defgrad
+from ..registry import defgrad, get
 from . import math  # noqa: F401  (the grad ops these differentiate, with their makers)
 from .activation_double import celu_second, pow_second, softplus_second
 from .composite import expansion, first
@@ -110,9 +112,17 @@ def _abs_again(f, g):
     return {"grad_out@GRAD": f.op("abs_grad", {"X": x, "Out@GRAD": ddx}, x, slot="X@GRAD")}   # sign(X) ddX
 
 
+def _clip_again(f, g):
+    x, ddx = first(g.I("X")), first(g.I("grad_x@GRAD"))
+    bounds = {slot: g.I(slot) for slot in ("Min", "Max") if g.I(slot)}
+    return {"grad_out@GRAD": f.op("clip_grad", {"X": x, "Out@GRAD": ddx, **bounds}, x, slot="X@GRAD", same=True)}
+
+
 # piecewise linear: the first grad is linear in dOut and flat in X, so only grad_out@GRAD (f'(X) ddX) is written
-for _type, _forward, _expand, _attrs in (("leaky_relu_grad_grad", "leaky_relu", _leaky_relu_again, {"alpha": 0.02}),
-                                         ("abs_double_grad", "abs", _abs_again, None)):
-    defgrad(_type, inputs=["X", "grad_x@GRAD"], outputs=["grad_out@GRAD"], attrs=_attrs,
-            infer=lambda ctx: {"grad_out@GRAD": (ctx.shape("grad_x@GRAD"), ctx.dtype("grad_x@GRAD"))},
-            grad=expansion(_expand), no_grad_inputs=["X"], of=_forward + "_grad")
+for _type, _forward, _expand, _optional, _attrs in (
+        ("leaky_relu_grad_grad", "leaky_relu", _leaky_relu_again, (), {"alpha": 0.02}),
+        ("abs_double_grad", "abs", _abs_again, (), None),
+        ("clip_double_grad", "clip", _clip_again, ("Min", "Max"), get("clip").attrs)):
+    defgrad(_type, inputs=["X", "grad_x@GRAD", *(slot + "?" for slot in _optional)], outputs=["grad_out@GRAD"],
+            attrs=_attrs, infer=lambda ctx: {"grad_out@GRAD": (ctx.shape("grad_x@GRAD"), ctx.dtype("grad_x@GRAD"))},
+            grad=expansion(_expand), no_grad_inputs=["X", *_optional], of=_forward + "_grad")

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import kernel
 from .activation import sigmoid
-from .math import _factor
+from .math import _clip_grad, _factor
 
 
 def _double(name: str, derivatives) -> None:
@@ -74,3 +74,4 @@ _by_out("sqrt_grad_grad", lambda out: 0.5 / out, -1.0)
 _by_out("rsqrt_grad_grad", lambda out: -0.5 * out ** 3, 3.0)
 _flat("leaky_relu_grad_grad", lambda x, k: np.where(x > 0, 1.0, k.attr("alpha")))   # alpha at 0, as Paddle's
 _flat("abs_double_grad", lambda x, k: np.sign(x))
+_flat("clip_double_grad", lambda x, k: _clip_grad(x, 1.0, k))   # bounds included, as clip_grad
