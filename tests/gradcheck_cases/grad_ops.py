@@ -32,6 +32,13 @@ CASES = [
                                  "grad_y@GRAD": r.standard_normal((4, 3))}, {"trans_x": True, "trans_y": True}),
     Case("matmul_v2_grad_grad", {"X": r.standard_normal((2, 3)), "Y": r.standard_normal((3, 4)),     # no ddY
                                  "grad_out": r.standard_normal((2, 4)), "grad_x@GRAD": r.standard_normal((2, 3))}),
+    # matmul v1's, with alpha and transposes (batched X^T, Y^T), and without ddX
+    Case("matmul_grad_grad", {"X": r.standard_normal((2, 3, 2)), "Y": r.standard_normal((4, 3)),
+                              "DOut": r.standard_normal((2, 2, 4)), "DDX": r.standard_normal((2, 3, 2)),
+                              "DDY": r.standard_normal((4, 3))},
+         {"alpha": 0.5, "transpose_X": True, "transpose_Y": True}),
+    Case("matmul_grad_grad", {"X": r.standard_normal((2, 3)), "Y": r.standard_normal((3, 4)),
+                              "DOut": r.standard_normal((2, 4)), "DDY": r.standard_normal((3, 4))}, {"alpha": -1.5}),
     Case("elementwise_add_grad_grad", {"Y": r.standard_normal(4), "DOut": r.standard_normal((3, 4)),
                                        "DDX": r.standard_normal((3, 4)), "DDY": r.standard_normal(4)}),
     Case("elementwise_add_grad_grad", {"Y": r.standard_normal(3), "DOut": r.standard_normal((2, 3, 4)),  # by axis

@@ -1,8 +1,9 @@
 """Paddle's own second-derivative op types, as Paddle's backward writes them into a program that differentiates a
 gradient (a physics-informed loss: PaddleScience's Laplacians, `paddle.grad(..., create_graph=True)`): legacy
-`tanh_grad_grad`, `sigmoid_grad_grad`, `matmul_v2_grad_grad`, `elementwise_add_grad_grad`,
-`elementwise_mul_grad_grad`, `reshape2_grad_grad`, PIR `pd_op.<op>_double_grad`; and the third-derivative ops its
-backward writes when the loss differentiates a second derivative (`paddle.incubate.autograd.jvp`):
+`tanh_grad_grad`, `sigmoid_grad_grad`, `matmul_v2_grad_grad` (and matmul v1's `matmul_grad_grad`),
+`elementwise_add_grad_grad`, `elementwise_mul_grad_grad`, `reshape2_grad_grad`, PIR `pd_op.<op>_double_grad`; and
+the third-derivative ops its backward writes when the loss differentiates a second derivative
+(`paddle.incubate.autograd.jvp`):
 `tanh_triple_grad`, `elementwise_mul_triple_grad`, PIR `pd_op.<op>_triple_grad`. gradc's own makers of the first
 grad ops write these derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's
 programs.
@@ -88,6 +89,27 @@ defgrad("matmul_v2_grad_grad", inputs=["X", "Y", "grad_out", "grad_x@GRAD?", "gr
         outputs=["X@GRAD", "Y@GRAD", "grad_out@GRAD"], attrs={"trans_x": False, "trans_y": False},
         infer=_like(("X", "X@GRAD"), ("Y", "Y@GRAD"), ("grad_out", "grad_out@GRAD")), grad=_matmul_again,
         of="matmul_v2_grad")
+
+
+@_zeros_where_unreached
+def _matmul_v1_again(f, g):
+    """matmul_grad_grad (matmul v1, Out = alpha op(X) op(Y)): DDOut = alpha (ddX Y + X ddY); DX = the X grad of
+    X ddY at dOut; DY = the Y grad of ddX Y at dOut; each by matmul / matmul_grad, which carry alpha."""
+    x, y, dout, ddx, ddy = (first(g.I(s)) for s in ("X", "Y", "DOut", "DDX", "DDY"))
+    grads = {}
+    if ddy is not None:
+        grads["DX"] = f.op("matmul_grad", {"X": x, "Y": ddy, "Out@GRAD": dout}, x, slot="X@GRAD", same=True)
+    if ddx is not None:
+        grads["DY"] = f.op("matmul_grad", {"X": ddx, "Y": y, "Out@GRAD": dout}, y, slot="Y@GRAD", same=True)
+    terms = [f.op("matmul", {"X": a, "Y": b}, dout, same=True) if None not in (a, b) else None
+             for a, b in ((ddx, y), (x, ddy))]
+    ddout = _two_terms(f, *terms, dout)
+    return {**grads, **({"DDOut": ddout} if ddout is not None else {})}
+
+
+defgrad("matmul_grad_grad", inputs=["X", "Y", "DOut", "DDX?", "DDY?"], outputs=["DX", "DY", "DDOut"],
+        attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0, "head_number": 1},
+        infer=_like(("X", "DX"), ("Y", "DY"), ("DOut", "DDOut")), grad=_matmul_v1_again, of="matmul_grad")
 
 
 def _onto_dout(f, g, term, axis):

@@ -48,6 +48,25 @@ def matmul_v2_grad_grad(k):
         "grad_out@GRAD": ddout})
 
 
+@kernel("matmul_grad_grad")
+def matmul_grad_grad(k):
+    """matmul v1's: matmul_v2_grad_grad's products times alpha."""
+    x, y, dout = k.x("X"), k.x("Y"), k.x("DOut") * k.attr("alpha")
+    ddx, ddy = k.optional("DDX"), k.optional("DDY")
+    flags = k.attr("transpose_X"), k.attr("transpose_Y")
+
+    def ddout():
+        terms = [_matmul(a, b, *flags) for a, b in ((ddx, y), (x, ddy)) if a is not None and b is not None]
+        return k.attr("alpha") * sum(terms[1:], terms[0]) if terms else np.zeros_like(dout)
+
+    return k.grads({
+        "DX": lambda: _matmul_grads(_Only("X@GRAD"), x, ddy, dout, *flags)["X@GRAD"] if ddy is not None
+        else np.zeros_like(x),
+        "DY": lambda: _matmul_grads(_Only("Y@GRAD"), ddx, y, dout, *flags)["Y@GRAD"] if ddx is not None
+        else np.zeros_like(y),
+        "DDOut": ddout})
+
+
 def _onto(term: np.ndarray, dout: np.ndarray, axis: int) -> np.ndarray:
     """``term`` broadcast onto dOut's shape, lined up by ``axis``."""
     return np.broadcast_to(align(dout, term, axis)[1], dout.shape)
