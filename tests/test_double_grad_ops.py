@@ -7,6 +7,7 @@ kernel"). Paddle 3.3.1 has no kernel of matmul_grad_grad: that program's gradien
 import numpy as np
 import pytest
 
+import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
 
@@ -63,3 +64,19 @@ def test_pad3d_double_grad_pads_ddx_with_the_value_as_paddles_kernel(files):
     writes no pad3d_double_grad)."""
     _run_paddles(files, "pad3d_value")
     assert np.any(PADDLE["pad3d_value_w@GRAD"] == 0.5)
+
+
+def test_pool2d_double_grad_of_max_pooling_is_refused_in_one_line(files, tmp_path):
+    """Paddle 3.3.1's pool2d_double_grad kernel takes average pooling only; gradc refuses max pooling the same way,
+    as a one-line error naming the op, and writes no output."""
+    program = gradc.load(files / "double_pool2d_paddle.pb")
+    for op in program.global_block.ops:
+        if op.type.startswith("pool2d"):
+            op.attrs["pooling_type"] = "max"
+    gradc.save(program, tmp_path / "max.pb")
+    run = gradc_cli("run", tmp_path / "max.pb", "--feed", _feed(files, "pool2d"), "--fetch", "grad/grad/x@GRAD=x",
+                    "-o", tmp_path / "out.npz")
+    assert run.returncode == 1
+    assert run.stderr.startswith("gradc: error: ") and run.stderr.count("\n") == 1, run.stderr
+    assert "pool2d_double_grad" in run.stderr and "average pooling only" in run.stderr
+    assert not (tmp_path / "out.npz").exists()
