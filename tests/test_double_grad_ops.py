@@ -66,6 +66,15 @@ def test_pad3d_double_grad_pads_ddx_with_the_value_as_paddles_kernel(files):
     assert np.any(PADDLE["pad3d_value_w@GRAD"] == 0.5)
 
 
+def test_leaky_relu_grad_grad_takes_alpha_at_zero_as_paddles(files):
+    """At x = 0 Paddle's leaky_relu_grad_grad takes the slope alpha (its leaky_relu_grad takes 1): Paddle's program
+    with zeros in x gives Paddle's gradients, alpha v at the zeros of the grad to w."""
+    _run_paddles(files, "leaky_relu_at_zero")
+    x, v = PADDLE["leaky_relu_at_zero_x"], PADDLE["leaky_relu_at_zero_v"]
+    alpha = float(np.float32(0.1))   # a float32 attribute
+    np.testing.assert_allclose(PADDLE["leaky_relu_at_zero_w@GRAD"][x == 0], alpha * v[x == 0], rtol=1e-15)
+
+
 def test_pool2d_double_grad_of_max_pooling_is_refused_in_one_line(files, tmp_path):
     """Paddle 3.3.1's pool2d_double_grad kernel takes average pooling only; gradc refuses max pooling the same way,
     as a one-line error naming the op, and writes no output."""

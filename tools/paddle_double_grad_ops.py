@@ -34,6 +34,8 @@ def matmul_v1(x, y):
 DOUBLE = {"sqrt": (lambda x, y: paddle.sqrt(x), (3, 4), None), "rsqrt": (lambda x, y: paddle.rsqrt(x), (3, 4), None),
           "leaky_relu": (lambda x, y: F.leaky_relu(x, 0.1), (3, 4), None),
           "abs": (lambda x, y: paddle.abs(x), (3, 4), None),
+          # x with zeros: Paddle's leaky_relu_grad_grad takes alpha there (its leaky_relu_grad takes 1)
+          "leaky_relu_at_zero": (lambda x, y: F.leaky_relu(x, 0.1), (3, 4), None),
           "clip": (lambda x, y: paddle.clip(x, -0.5, 0.8), (3, 4), None),
           "matmul": (matmul_v1, (3, 4), (2, 4)),
           "pool2d": (lambda x, y: F.avg_pool2d(x, 2, stride=2), (1, 2, 4, 4), None),
@@ -63,6 +65,7 @@ def main(out: Path) -> None:
     results = {}
     for name, (act, x_shape, y_shape) in DOUBLE.items():
         x = RNG.uniform(0.3, 1.5, x_shape) * (1 if name in POSITIVE else RNG.choice([-1, 1], x_shape))
+        x[..., 0] = 0.0 if name.endswith("_at_zero") else x[..., 0]
         feed = {"x": x, "v": RNG.normal(size=x_shape), **({"y": RNG.normal(size=y_shape)} if y_shape else {})}
         main_program = paddle.static.Program()
         with paddle.static.program_guard(main_program, paddle.static.Program()):
