@@ -58,12 +58,27 @@ def test_second_derivative_ops_give_paddles_gradients(files, act):
     _assert_paddles(files / f"{act}_gradc.npz", act, "gradc's compilation")
 
 
-def test_pad3d_double_grad_pads_ddx_with_the_value_as_paddles_kernel(files):
-    """Paddle 3.3.1's pad3d_double_grad pads ddX with the constant value (0.5 here), which puts v-free terms into the
-    grad to w; gradc's kernel does the same, so Paddle's program gives Paddle's numbers (gradc's own compilation
-    writes no pad3d_double_grad)."""
-    _run_paddles(files, "pad3d_value")
-    assert np.any(PADDLE["pad3d_value_w@GRAD"] == 0.5)
+def test_pad3d_double_grad_pads_ddx_with_zeros_where_paddles_kernel_takes_the_value(files):
+    """Paddle 3.3.1's pad3d_double_grad pads ddX with the constant value (0.5 here), which puts terms free of v into
+    the grad to w: a wrong gradient, the value being a constant. gradc's kernel pads ddX with 0, so Paddle's program
+    run by gradc gives gradc's compilation of the forward (its makers write no pad3d_double_grad; gradcheck holds
+    them to central differences), and differs from Paddle's just there."""
+    fetches = [arg for var in "xw" for arg in ("--fetch", f"grad/grad/{var}@GRAD={var}")]
+    run = gradc_cli("run", files / "double_pad3d_value_paddle.pb", "--feed", _feed(files, "pad3d_value"), *fetches,
+                    "-o", files / "pad3d_value_paddle.npz")
+    assert run.returncode == 0, run.stderr
+    assert gradc_cli("compile", files / "double_pad3d_value.pb", "-o", files / "pad3d_value_gradc.pb", "--wrt", "x",
+                     "--wrt", "w").returncode == 0
+    fetches = [arg for var in "xw" for arg in ("--fetch", f"{var}@GRAD@2={var}")]
+    run = gradc_cli("run", files / "pad3d_value_gradc.pb", "--feed", files / "pad3d_value_feed.npz", *fetches, "-o",
+                    files / "pad3d_value_gradc.npz")
+    assert run.returncode == 0, run.stderr
+    ours, compiled = np.load(files / "pad3d_value_paddle.npz"), np.load(files / "pad3d_value_gradc.npz")
+    for var in "xw":
+        np.testing.assert_allclose(ours[var], compiled[var], rtol=1e-12, atol=1e-12, err_msg=var)
+    np.testing.assert_allclose(ours["x"], PADDLE["pad3d_value_x@GRAD"], rtol=1e-12, atol=1e-12)
+    wrong = PADDLE["pad3d_value_w@GRAD"] != ours["w"]
+    assert wrong.any() and np.all(PADDLE["pad3d_value_w@GRAD"][wrong] - ours["w"][wrong] == 0.5)   # the value's
 
 
 def test_leaky_relu_grad_grad_takes_alpha_at_zero_as_paddles(files):
