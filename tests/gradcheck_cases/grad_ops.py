@@ -80,7 +80,8 @@ CASES = [
          wrt=["X", "grad_out", "grad_x@GRAD"]),
     # Paddle's legacy conv second-derivative ops (gradc.ops.nn_double): a WGAN-GP critic's gradient penalty
     *(Case(type, {"Input": r.standard_normal(x), "Filter": r.standard_normal(w), "grad_out": r.standard_normal(y),
-                  "grad_input@GRAD": r.standard_normal(x), "grad_filter@GRAD": r.standard_normal(w)}, attrs)
+                  "grad_x@GRAD" if "transpose" in type else "grad_input@GRAD": r.standard_normal(x),
+                  "grad_filter@GRAD": r.standard_normal(w)}, attrs)
       for type, x, w, y, attrs in (
           ("conv2d_grad_grad", (2, 2, 5, 5), (3, 2, 3, 3), (2, 3, 3, 3), {"strides": [2, 2], "paddings": [1, 1]}),
           ("conv2d_grad_grad", (1, 3, 4, 4), (4, 2, 2, 2), (1, 2, 3, 4), {"groups": 2, "data_format": "NHWC"}),

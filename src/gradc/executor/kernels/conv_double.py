@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.conv import CONV_OPS
+from ...ops.nn_double import ddi_slot
 from . import kernel
 from .conv import channels_back, channels_first, conv, conv_args, conv_filter_grad, conv_input_grad
 
 
-def _directions(k, last: bool, dims: int):
+def _directions(k, forward: str, last: bool, dims: int):
     """ddI (in the op's layout, channels first here) and ddW, None where absent."""
-    ddx, ddw = k.optional("grad_input@GRAD"), k.optional("grad_filter@GRAD")
+    ddx, ddw = k.optional(ddi_slot(forward)), k.optional("grad_filter@GRAD")
     return (None if ddx is None else channels_first(ddx, last, dims),
             None if ddw is None else channels_first(ddw, False, dims))
 
@@ -22,12 +23,12 @@ def _summed(terms, like):
     return sum(terms) if terms else np.zeros_like(like)
 
 
-def _conv_grad_grad(name: str, dims: int) -> None:
-    @kernel(name)
+def _conv_grad_grad(forward: str, dims: int) -> None:
+    @kernel(f"{forward}_grad_grad")
     def run(k):
         last, x, w, geo = conv_args(k, dims)
         dy = channels_first(k.x("grad_out"), last, dims)
-        ddx, ddw = _directions(k, last, dims)
+        ddx, ddw = _directions(k, forward, last, dims)
         pairs = [(a, b) for a, b in ((ddx, w), (x, ddw)) if a is not None and b is not None]
         return k.grads({
             "grad_out@GRAD": lambda: channels_back(_summed([conv(a, b, geo) for a, b in pairs], dy), last),
@@ -42,7 +43,7 @@ def conv2d_transpose_grad_grad(k):
     with dOut and x swapped."""
     last, x, w, geo = conv_args(k, 2, transpose=True)
     dy = channels_first(k.x("grad_out"), last, 2)
-    ddx, ddw = _directions(k, last, 2)
+    ddx, ddw = _directions(k, "conv2d_transpose", last, 2)
     pairs = [(a, b) for a, b in ((ddx, w), (x, ddw)) if a is not None and b is not None]
     return k.grads({
         "grad_out@GRAD": lambda: channels_back(
@@ -52,4 +53,4 @@ def conv2d_transpose_grad_grad(k):
 
 
 for _name, _dims in CONV_OPS.items():
-    _conv_grad_grad(f"{_name}_grad_grad", _dims)
+    _conv_grad_grad(_name, _dims)
