@@ -1,4 +1,4 @@
-"""Kernels of Paddle's conv second-derivative ops (gradc.ops.nn_double): with ddI, ddW the optional grads of the
+"""Kernels of Paddle's conv second-derivative ops (gradc.ops.conv_double): with ddI, ddW the optional grads of the
 first grad op's Input@GRAD and Filter@GRAD, grad_out@GRAD = F(ddI, W) + F(I, ddW), Input@GRAD = G_I(ddW, dOut),
 Filter@GRAD = G_W(ddI, dOut); an absent ddI or ddW adds nothing (a zero grad where it alone reaches)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.conv import CONV_OPS
-from ...ops.nn_double import ddi_slot
+from ...ops.conv_double import ddi_slot
 from . import kernel
 from .conv import channels_back, channels_first, conv, conv_args, conv_filter_grad, conv_input_grad
 
