@@ -30,41 +30,38 @@ class _Only:
         return {self.slot: makers[self.slot]()}
 
 
-@kernel("matmul_v2_grad_grad")
-def matmul_v2_grad_grad(k):
-    x, y, dout = k.x("X"), k.x("Y"), k.x("grad_out")
-    ddx, ddy = k.optional("grad_x@GRAD"), k.optional("grad_y@GRAD")
-    flags = k.attr("trans_x"), k.attr("trans_y")
+def _matmul_second(x, y, dout, ddx, ddy, flags, alpha=None):
+    """The makers of a matmul's second derivative: (dX, dY, ddOut); matmul v1's alpha scales ddOut (and the dOut
+    given, which the caller scales)."""
 
     def ddout():
         terms = [_matmul(a, b, *flags) for a, b in ((ddx, y), (x, ddy)) if a is not None and b is not None]
-        return sum(terms[1:], terms[0]) if terms else np.zeros_like(dout)
+        if not terms:
+            return np.zeros_like(dout)
+        total = sum(terms[1:], terms[0])
+        return total if alpha is None else alpha * total
 
-    return k.grads({
-        "X@GRAD": lambda: _matmul_grads(_Only("X@GRAD"), x, ddy, dout, *flags)["X@GRAD"] if ddy is not None
-        else np.zeros_like(x),
-        "Y@GRAD": lambda: _matmul_grads(_Only("Y@GRAD"), ddx, y, dout, *flags)["Y@GRAD"] if ddx is not None
-        else np.zeros_like(y),
-        "grad_out@GRAD": ddout})
+    return (lambda: _matmul_grads(_Only("X@GRAD"), x, ddy, dout, *flags)["X@GRAD"] if ddy is not None
+            else np.zeros_like(x),
+            lambda: _matmul_grads(_Only("Y@GRAD"), ddx, y, dout, *flags)["Y@GRAD"] if ddx is not None
+            else np.zeros_like(y),
+            ddout)
+
+
+@kernel("matmul_v2_grad_grad")
+def matmul_v2_grad_grad(k):
+    dx, dy, ddout = _matmul_second(k.x("X"), k.x("Y"), k.x("grad_out"), k.optional("grad_x@GRAD"),
+                                   k.optional("grad_y@GRAD"), (k.attr("trans_x"), k.attr("trans_y")))
+    return k.grads({"X@GRAD": dx, "Y@GRAD": dy, "grad_out@GRAD": ddout})
 
 
 @kernel("matmul_grad_grad")
 def matmul_grad_grad(k):
     """matmul v1's: matmul_v2_grad_grad's products times alpha."""
-    x, y, dout = k.x("X"), k.x("Y"), k.x("DOut") * k.attr("alpha")
-    ddx, ddy = k.optional("DDX"), k.optional("DDY")
-    flags = k.attr("transpose_X"), k.attr("transpose_Y")
-
-    def ddout():
-        terms = [_matmul(a, b, *flags) for a, b in ((ddx, y), (x, ddy)) if a is not None and b is not None]
-        return k.attr("alpha") * sum(terms[1:], terms[0]) if terms else np.zeros_like(dout)
-
-    return k.grads({
-        "DX": lambda: _matmul_grads(_Only("X@GRAD"), x, ddy, dout, *flags)["X@GRAD"] if ddy is not None
-        else np.zeros_like(x),
-        "DY": lambda: _matmul_grads(_Only("Y@GRAD"), ddx, y, dout, *flags)["Y@GRAD"] if ddx is not None
-        else np.zeros_like(y),
-        "DDOut": ddout})
+    alpha = k.attr("alpha")
+    dx, dy, ddout = _matmul_second(k.x("X"), k.x("Y"), k.x("DOut") * alpha, k.optional("DDX"), k.optional("DDY"),
+                                   (k.attr("transpose_X"), k.attr("transpose_Y")), alpha)
+    return k.grads({"DX": dx, "DY": dy, "DDOut": ddout})
 
 
 def _onto(term: np.ndarray, dout: np.ndarray, axis: int) -> np.ndarray:
