@@ -3,9 +3,10 @@ program (a PINN's Laplacian through a sin activation): `sin_double_grad`, `cos_d
 `log_grad_grad`, and of activations with attributes, `softplus_double_grad` (an SDF's Eikonal loss through a softplus
 MLP), `elu_grad_grad`, `celu_grad_grad`, `pow_double_grad`; of sqrt and rsqrt, which read Out and the first grad's dX,
 `sqrt_grad_grad`, `rsqrt_grad_grad`; of piecewise linear ones, `leaky_relu_grad_grad`, `abs_double_grad`,
-`clip_double_grad` (grad_out@GRAD only). Slots are Paddle 3.3.1's: X, grad_out (the first grad op's dOut) and
-grad_x@GRAD (ddX, the grad of its X@GRAD = dOut f'(X)); grad_out@GRAD = f'(X) ddX and X@GRAD = f''(X) dOut ddX. Each is
-written with grad ops that have makers (``expansion``), so a training step of such a loss takes third derivatives.
+`clip_double_grad` (grad_out@GRAD only); and `acos_double_grad` (its slots x and x@GRAD lower-case). Slots are Paddle
+3.3.1's: X, grad_out (the first grad op's dOut) and grad_x@GRAD (ddX, the grad of its X@GRAD = dOut f'(X));
+grad_out@GRAD = f'(X) ddX and X@GRAD = f''(X) dOut ddX. Each is written with grad ops that have makers
+(``expansion``), so a training step of such a loss takes third derivatives.
 Kernels: gradc.executor.kernels.double_grad_unary.
 """
 
@@ -15,6 +16,7 @@ from ..registry import defgrad, get
 from . import math  # noqa: F401  (the grad ops these differentiate, with their makers)
 from .activation_double import celu_second, pow_second, softplus_second
 from .composite import expansion, first
+from .unary_math_double import _slope_over_one_minus_square
 
 
 def _grad(f, type: str, x: str, dout: str) -> str:
@@ -79,6 +81,19 @@ for _forward, (_type, _first, _second, _optional, _attrs) in SECOND.items():
                                "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
             grad=_again(_first, _second), no_grad_inputs=[slot.rstrip("?") for slot in _optional],
             of=_forward + "_grad")
+
+
+def _acos_again(f, g):
+    """acos_double_grad: _again's, in Paddle's lower-case slots (x, x@GRAD); f'' = -x / (1 - x^2)^1.5."""
+    x, dout, ddx = (first(g.I(slot)) for slot in ("x", "grad_out", "grad_x@GRAD"))
+    return {"grad_out@GRAD": _grad(f, "acos_grad", x, ddx),
+            "x@GRAD": _slope_over_one_minus_square(f, "acos", x, f.mul(dout, ddx, x))}
+
+
+defgrad("acos_double_grad", inputs=["x", "grad_out", "grad_x@GRAD"], outputs=["x@GRAD", "grad_out@GRAD"],
+        infer=lambda ctx: {"x@GRAD": (ctx.shape("x"), ctx.dtype("x")),
+                           "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
+        grad=expansion(_acos_again), of="acos_grad")
 
 
 def _by_out(forward: str, scale: float):

@@ -11,13 +11,14 @@ from .activation import sigmoid
 from .math import _clip_grad, _factor
 
 
-def _double(name: str, derivatives) -> None:
-    """derivatives(x, k) -> (f'(x), f''(x)), computed once per run and only when an output is wanted."""
+def _double(name: str, derivatives, x: str = "X") -> None:
+    """derivatives(x, k) -> (f'(x), f''(x)), computed once per run and only when an output is wanted; ``x``: the
+    slot of X (acos_double_grad's is lower-case)."""
 
     def run(k):
-        both = functools.cache(lambda: derivatives(k.x("X"), k))
+        both = functools.cache(lambda: derivatives(k.x(x), k))
         return k.grads({"grad_out@GRAD": lambda: both()[0] * k.x("grad_x@GRAD"),
-                        "X@GRAD": lambda: both()[1] * k.x("grad_out") * k.x("grad_x@GRAD")})
+                        f"{x}@GRAD": lambda: both()[1] * k.x("grad_out") * k.x("grad_x@GRAD")})
 
     kernel(name)(run)
 
@@ -52,6 +53,7 @@ _double("softplus_double_grad", _softplus)
 _double("elu_grad_grad", _elu)
 _double("celu_grad_grad", _celu)
 _double("pow_double_grad", _pow)
+_double("acos_double_grad", lambda x, k: (-1 / np.sqrt(1 - x * x), -x / (1 - x * x) ** 1.5), x="x")
 
 
 def _by_out(name: str, first_grad, scale: float) -> None:

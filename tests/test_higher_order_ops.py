@@ -1,0 +1,65 @@
+"""Paddle 3.3.1's last legacy higher-order op types gradc lacked (sin/cos/sigmoid/pow_triple_grad, acos_double_grad,
+batch_norm_grad_grad, instance_norm_double_grad), in the programs `paddle.static.gradients` writes
+(tools/paddle_higher_order_ops.py): Paddle's own program run by gradc, and gradc's compilation of the forward, give
+Paddle's gradients to 1e-12. Before, gradc refused each as an unknown op type. Paddle 3.3.1 has no kernel of
+acos_double_grad: that program's gradients are the closed form."""
+
+import numpy as np
+import pytest
+
+from cli_inprocess import gradc_cli
+from fixtures import DATA, unpacked
+
+HIGHER = DATA / "double_grad_ops" / "higher"
+PADDLE = np.load(HIGHER / "higher.npz")
+WRT = {"triple": "xwu", "norm": ("x", "scale", "bias", "w"), "double": "xw"}
+CASES = ("triple_sin", "triple_cos", "triple_sigmoid", "triple_pow", "double_acos")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return unpacked(HIGHER, tmp_path_factory.mktemp("higher_order_ops"))
+
+
+def _wrt(case: str):
+    return WRT[case.split("_")[0]]
+
+
+def _feed(files, case: str):
+    names = [key[len(case) + 1:] for key in PADDLE.files if key.startswith(case + "_") and "@" not in key]
+    np.savez(files / f"{case}_feed.npz", **{name: PADDLE[f"{case}_{name}"] for name in names})
+    return files / f"{case}_feed.npz"
+
+
+def _run(files, program, case: str, fetched: list[str], label: str) -> dict:
+    fetches = [arg for name, var in zip(fetched, _wrt(case)) for arg in ("--fetch", f"{name}={var}")]
+    run = gradc_cli("run", program, "--feed", _feed(files, case), *fetches, "-o", files / f"{case}_{label}.npz")
+    assert run.returncode == 0, run.stderr
+    return dict(np.load(files / f"{case}_{label}.npz"))
+
+
+def run_paddles(files, case: str) -> dict:
+    """Paddle's program of ``case`` run by gradc: its gradients."""
+    return _run(files, files / f"{case}_paddle.pb", case, list(PADDLE[f"{case}@FETCH"]), "paddle")
+
+
+def run_compiled(files, case: str) -> dict:
+    """gradc's compilation of ``case``'s forward, run: its gradients."""
+    wrt = [arg for var in _wrt(case) for arg in ("--wrt", var)]
+    compiled = gradc_cli("compile", files / f"{case}.pb", "-o", files / f"{case}_gradc.pb", *wrt)
+    assert compiled.returncode == 0, compiled.stderr
+    return _run(files, files / f"{case}_gradc.pb", case, [f"{var}@GRAD@2" for var in _wrt(case)], "gradc")
+
+
+def assert_paddles(ours: dict, case: str, label: str) -> None:
+    for var in _wrt(case):
+        np.testing.assert_allclose(ours[var], PADDLE[f"{case}_{var}@GRAD"], rtol=1e-12, atol=1e-12,
+                                   err_msg=f"{label}: {var}")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_higher_order_ops_give_paddles_gradients(files, case):
+    """Third derivatives (to x, w, u of sum(v * grad_x sum(u * grad_x sum(w * act(x))))) and acos's second, in
+    float64: Paddle's program (holding the op) run by gradc, and gradc's compilation of the forward."""
+    assert_paddles(run_paddles(files, case), case, "Paddle's program")
+    assert_paddles(run_compiled(files, case), case, "gradc's compilation")
