@@ -63,7 +63,11 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "a PIR-only op of 3.3.1 (paddle.amp.debugging): gradc's has the slots of its PIR op")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
-                       "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}
+                       "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand",
+                       **dict.fromkeys((f"batch_norm_grad_grad: inputs has {slot}, which Paddle lacks"
+                                        for slot in ("Mean", "Variance")),
+                                       "Paddle's maker passes the running statistics where use_global_stats is set "
+                                       "(its record's op had it unset)")}
 
 
 @cache

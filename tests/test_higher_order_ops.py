@@ -13,7 +13,8 @@ from fixtures import DATA, unpacked
 HIGHER = DATA / "double_grad_ops" / "higher"
 PADDLE = np.load(HIGHER / "higher.npz")
 WRT = {"triple": "xwu", "norm": ("x", "scale", "bias", "w"), "double": "xw"}
-CASES = ("triple_sin", "triple_cos", "triple_sigmoid", "triple_pow", "double_acos")
+CASES = ("triple_sin", "triple_cos", "triple_sigmoid", "triple_pow", "double_acos", "norm_batch_norm",
+         "norm_batch_norm_nhwc", "norm_batch_norm_global", "norm_instance_norm")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,25 @@ def assert_paddles(ours: dict, case: str, label: str) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_higher_order_ops_give_paddles_gradients(files, case):
-    """Third derivatives (to x, w, u of sum(v * grad_x sum(u * grad_x sum(w * act(x))))) and acos's second, in
-    float64: Paddle's program (holding the op) run by gradc, and gradc's compilation of the forward."""
+    """Third derivatives (to x, w, u of sum(v * grad_x sum(u * grad_x sum(w * act(x))))), acos's second and the
+    norms' (to x, scale, bias, w of sum(v * grad_x sum(w * tanh(norm(x))))), in float64: Paddle's program (holding
+    the op) run by gradc, and gradc's compilation of the forward."""
     assert_paddles(run_paddles(files, case), case, "Paddle's program")
     assert_paddles(run_compiled(files, case), case, "gradc's compilation")
+
+
+def test_batch_norm_grad_grad_in_test_mode_where_paddles_kernel_refuses(files):
+    """Paddle 3.3.1's batch_norm_grad_grad kernel refuses is_test ("CANNOT be used in train program"), though the
+    forward normalised with the running statistics. gradc takes them as constants there, as its batch_norm_grad
+    does: Paddle's program run by gradc gives gradc's compilation of the forward, and at the feeds of the
+    use_global_stats program (the same normalisation, which Paddle's kernel takes), Paddle's gradients of that."""
+    case = "norm_batch_norm_test"
+    assert f"{case}_x@GRAD" not in PADDLE
+    ours, compiled = run_paddles(files, case), run_compiled(files, case)
+    for var in _wrt(case):
+        np.testing.assert_allclose(ours[var], compiled[var], rtol=1e-12, atol=1e-12, err_msg=var)
+    fetches = [arg for name, var in zip(PADDLE[f"{case}@FETCH"], _wrt(case)) for arg in ("--fetch", f"{name}={var}")]
+    run = gradc_cli("run", files / f"{case}_paddle.pb", "--feed", _feed(files, "norm_batch_norm_global"), *fetches,
+                    "-o", files / "test_at_global.npz")
+    assert run.returncode == 0, run.stderr
+    assert_paddles(dict(np.load(files / "test_at_global.npz")), "norm_batch_norm_global", "is_test at global's feeds")

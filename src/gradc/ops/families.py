@@ -237,6 +237,7 @@ FAMILIES = {
     "norm": ("instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad"),
     "norm_double": ("group_norm_grad", "instance_norm_grad", "p_norm_grad", "renorm_grad", "squared_l2_norm_grad",
         "lrn_grad", "spectral_norm_grad"),
+    "norm_second": ("batch_norm_grad_grad", "instance_norm_double_grad"),
     "onednn_conv": ("fused_conv3d", "conv2d_transpose_bias"),
     "onednn_quant": ("quantize", "dequantize", "requantize"),
     "optimizer": ("sgd", "momentum", "merged_momentum", "lars_momentum", "adagrad", "adadelta", "rmsprop", "rprop"),

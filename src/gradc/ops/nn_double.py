@@ -170,15 +170,15 @@ def constant(f, x: str) -> str:
     return copy
 
 
-@expansion
-def _batch_norm_grad(f, g):
+def batch_norm_grad_formula(f, g) -> dict:
     """dBias = sum(dy), dScale = sum(dy xhat), dX = inv (dy scale - mean(dy scale) - xhat mean(dy scale xhat))
     over all but the channel axis, with the batch's mean and inv = 1/sqrt(var + eps) recomputed from X; in the
     global-statistics modes the running ones are constants and dX = dy scale inv."""
     x, dy, scale = first(g.I("X")), first(g.I("Y@GRAD")), first(g.I("Scale"))
-    stats = first(g.I("SavedMean"))
     c, axes = _channels(g, x)
     global_stats = (g.attr("is_test") and not g.attr("trainable_statistics")) or g.attr("use_global_stats")
+    # a per-channel var to declare sums like: Paddle's is_test forward leaves SavedMean's shape unset
+    stats = first(g.I("MeanOut" if global_stats else "SavedMean"))
     if global_stats:
         mean, var = constant(f, first(g.I("MeanOut"))), constant(f, first(g.I("VarianceOut")))
     else:
@@ -202,7 +202,7 @@ def _batch_norm_grad(f, g):
     return grads
 
 
-defgrad("batch_norm_grad", grad=_batch_norm_grad,
+defgrad("batch_norm_grad", grad=expansion(batch_norm_grad_formula),
         no_grad_inputs=["MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"])
 
 

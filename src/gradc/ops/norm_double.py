@@ -46,7 +46,7 @@ def _grouped_norm_grad(f, g, groups: int, channel_last: bool = False) -> dict:
 
     def rows(value):
         return f.op("reshape2", {"X": value}, value, split, more={"XShape": f.xshape(value)},
-                    dims=lambda s: [s[0], groups, -1])
+                    dims=lambda s: [s[0], groups or s[1], -1])   # 0: the channels kept
 
     def row_mean(value):
         return f.op("reduce_mean", {"X": value}, value, {"dim": [2], "keep_dim": False, "reduce_all": False},

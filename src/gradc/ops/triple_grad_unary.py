@@ -3,15 +3,16 @@
 `sigmoid_triple_grad`, `pow_triple_grad`. Each is the grad of its second-derivative op D(v, dOut, ddX) = (new, ddOut),
 new = f''(v) dOut ddX (D's X@GRAD, or Out@GRAD of sigmoid's, v its Out), ddOut = f'(v) ddX, at the grads of new and
 ddOut (either absent): v@GRAD = f'''(v) dOut ddX d_new + f''(v) ddX d_ddOut, dOut@GRAD = f''(v) ddX d_new,
-ddX@GRAD = f''(v) dOut d_new + f'(v) d_ddOut. Written as the backward of D's own formula (``differentiate``), so a
-fourth derivative follows. Kernels: gradc.executor.kernels.triple_grad_unary.
+ddX@GRAD = f''(v) dOut d_new + f'(v) d_ddOut. Written as the backward of D's own formula (gradc.ops.backward_of), so
+a fourth derivative follows. Kernels: gradc.executor.kernels.triple_grad_unary.
 """
 
 from __future__ import annotations
 
 from ..registry import defgrad
 from . import activation  # noqa: F401  (sigmoid_grad, which sigmoid's formula reads)
-from .composite import differentiate, first
+from .backward_of import backward_of
+from .composite import first
 from .double_grad import _like, _zeros_where_unreached
 from .double_grad_unary import SECOND
 
@@ -21,21 +22,15 @@ def _sigmoid_first(f, g, out, ddx):
 
 
 def _third(first_grad, second, inputs: tuple[str, ...], outputs: tuple[str, ...]):
-    """The expansion of a triple-grad op whose ``inputs`` are (v, dOut, ddX, d_new, d_ddOut) and ``outputs`` the
-    grads of the first three: D's formula at (v, dOut, ddX), differentiated from d_new and d_ddOut."""
+    """The maker of a triple-grad op whose ``inputs`` are (v, dOut, ddX, d_new, d_ddOut) and ``outputs`` the grads
+    of the first three: D's formula at (v, dOut, ddX), differentiated from d_new and d_ddOut."""
 
-    def expand(f, g):
-        value, dout, ddx, d_new, d_ddout = (first(g.I(slot)) for slot in inputs)
-        start = len(f.ops)
-        new, ddout = second(f, g, value, f.mul(dout, ddx, value)), first_grad(f, g, value, ddx)
-        seeds = {var: seed for var, seed in ((new, d_new), (ddout, d_ddout)) if seed is not None}
-        grads = {var: g.tmp(var) for var in (value, dout, ddx)}
-        f.ops += differentiate(g, f.ops[start:], seeds, grads)
-        written = {name for op in f.ops[start:] for name in op.output_names()}
-        return {slot: grads[var] if grads[var] in written else f.fill_like(var, 0.0)
-                for slot, var in zip(outputs, (value, dout, ddx))}
+    def formula(f, g):
+        value, dout, ddx = (first(g.I(slot)) for slot in inputs[:3])
+        return {"new": second(f, g, value, f.mul(dout, ddx, value)), "ddout": first_grad(f, g, value, ddx)}
 
-    return _zeros_where_unreached(expand)
+    cotangents = {"new": inputs[3], "ddout": inputs[4]}
+    return _zeros_where_unreached(backward_of(formula, cotangents, dict(zip(inputs[:3], outputs))))
 
 
 _OF = {"sigmoid_triple_grad": "sigmoid_grad_grad"}   # the op each differentiates, where not <op>_double_grad

@@ -172,6 +172,7 @@ FAMILIES = {
         "gumbel_softmax_grad", "fused_softmax_mask", "fused_softmax_mask_grad",
         "fused_softmax_mask_upper_triangle_grad", "fused_softmax_mask_upper_triangle"),
     "norm": ("instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad"),
+    "norm_second": ("batch_norm_grad_grad", "instance_norm_double_grad"),
     "onednn_conv": ("fused_conv3d", "conv2d_transpose_bias"),
     "onednn_quant": ("quantize", "dequantize", "requantize"),
     "optimizer": ("sgd", "momentum", "merged_momentum", "lars_momentum", "adagrad", "adadelta", "rmsprop", "rprop"),
