@@ -122,22 +122,24 @@ def _leaky_relu_again(f, g):
     return {"grad_out@GRAD": f.add(f.scale(ddx, alpha), f.scale(above, 1.0 - alpha), x)}
 
 
-def _abs_again(f, g):
-    x, ddx = first(g.I("X")), first(g.I("grad_x@GRAD"))
-    return {"grad_out@GRAD": f.op("abs_grad", {"X": x, "Out@GRAD": ddx}, x, slot="X@GRAD")}   # sign(X) ddX
+def _at_ddx(forward: str, passed: tuple[str, ...] = (), same: bool = False):
+    """grad_out@GRAD = the forward's grad op at dOut = ddX (abs: sign(X) ddX; clip: ddX inside the bounds), with the
+    inputs ``passed`` where given and, when ``same``, the double grad's attributes."""
 
+    def expand(f, g):
+        x, ddx = first(g.I("X")), first(g.I("grad_x@GRAD"))
+        given = {slot: g.I(slot) for slot in passed if g.I(slot)}
+        return {"grad_out@GRAD": f.op(forward + "_grad", {"X": x, "Out@GRAD": ddx, **given}, x, slot="X@GRAD",
+                                      same=same)}
 
-def _clip_again(f, g):
-    x, ddx = first(g.I("X")), first(g.I("grad_x@GRAD"))
-    bounds = {slot: g.I(slot) for slot in ("Min", "Max") if g.I(slot)}
-    return {"grad_out@GRAD": f.op("clip_grad", {"X": x, "Out@GRAD": ddx, **bounds}, x, slot="X@GRAD", same=True)}
+    return expand
 
 
 # piecewise linear: the first grad is linear in dOut and flat in X, so only grad_out@GRAD (f'(X) ddX) is written
 for _type, _forward, _expand, _optional, _attrs in (
         ("leaky_relu_grad_grad", "leaky_relu", _leaky_relu_again, (), {"alpha": 0.02}),
-        ("abs_double_grad", "abs", _abs_again, (), None),
-        ("clip_double_grad", "clip", _clip_again, ("Min", "Max"), get("clip").attrs)):
+        ("abs_double_grad", "abs", _at_ddx("abs"), (), None),
+        ("clip_double_grad", "clip", _at_ddx("clip", ("Min", "Max"), same=True), ("Min", "Max"), get("clip").attrs)):
     defgrad(_type, inputs=["X", "grad_x@GRAD", *(slot + "?" for slot in _optional)], outputs=["grad_out@GRAD"],
             attrs=_attrs, infer=lambda ctx: {"grad_out@GRAD": (ctx.shape("grad_x@GRAD"), ctx.dtype("grad_x@GRAD"))},
             grad=expansion(_expand), no_grad_inputs=["X", *_optional], of=_forward + "_grad")
