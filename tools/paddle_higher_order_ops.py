@@ -12,20 +12,25 @@ static mode (FLAGS_enable_pir_api=0), into tests/data/paddle/double_grad_ops/hig
   for it), so those values are the closed form.
 higher.npz: the feeds and Paddle's gradients, `<case>_<var>` and `<case>_<var>@GRAD`, and `<case>@FETCH` the names of
 the gradients in Paddle's program.
+- pir/<case>.json.gz: the same programs built in PIR static mode (Paddle 3's default; pd_op.<op>_double_grad and
+  _triple_grad), and those of tools/paddle_double_grad_ops.py's sqrt, rsqrt, leaky_relu, abs, clip, pool2d, pad3d,
+  with a fetch op per gradient (grad_<i>); pir/higher.npz: the feeds (the legacy programs') and
+  Paddle's values, `<case>_<i>@GRAD` (this script's second interpreter, ``OUT --pir``).
 
     cd tools && FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python paddle_higher_order_ops.py \
         ../tests/data/paddle/double_grad_ops/higher
 """
 
 import gzip
-import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
-from paddle_programs import without_callstacks
+from paddle_double_grad_ops import DOUBLE
+from paddle_programs import pir_half, script_main, without_callstacks
 
 RNG = np.random.default_rng(47)
 # act -> (act of x, x drawn); looked up late: install() rebinds paddle's C-only APIs
@@ -75,7 +80,8 @@ def write_gz(path: Path, data: bytes) -> None:
 
 
 def _data(feed: dict, name: str, value, differentiated: bool):
-    feed[name] = value
+    """A float64 input fed ``value``, or the value the feed already holds (the PIR half's: the legacy half's)."""
+    value = feed.setdefault(name, value)
     var = paddle.static.data(name, value.shape, "float64")
     var.stop_gradient = not differentiated   # before the ops that read it: their outputs' flag is set on append
     return var
@@ -106,6 +112,16 @@ def acos(name: str, feed: dict):
     x = _data(feed, "x", RNG.uniform(-0.8, 0.8, (3, 4)), True)
     w, v = (_data(feed, n, RNG.normal(size=(3, 4)), n == "w") for n in "wv")
     (grad,) = paddle.static.gradients(paddle.sum(paddle.acos(x) * w), x)
+    return paddle.sum(grad * v), [x, w]
+
+
+def double(name: str, feed: dict):
+    """tools/paddle_double_grad_ops.py's program of ``name`` (its feeds given), for its PIR half."""
+    act = DOUBLE[name][0]
+    x = _data(feed, "x", None, True)
+    out = act(x, None)
+    w, v = (_data(feed, n, None, n == "w") for n in "wv")
+    (grad,) = paddle.static.gradients(paddle.sum(out * w), x)
     return paddle.sum(grad * v), [x, w]
 
 
@@ -143,7 +159,53 @@ def main(out: Path) -> None:
                   exe.run(main_program, feed=feed, fetch_list=grads))
         results.update({f"{case}_{var.name}@GRAD": value for var, value in zip(wrt, values)})
     np.savez(out / "higher.npz", **results)
+    pir_half(__file__, out)
+
+
+# the PIR half: case -> its builder; dg1's second-derivative ops too (acos_grad has no PIR grad, nor Paddle's CPU build
+# a kernel of matmul v1, depthwise_conv2d's and conv2d_transpose's double grads)
+PIR = {**{f"triple_{n}": (triple, n) for n in TRIPLE},
+       **{f"norm_{n}": (norm, n) for n in NORMS if f"norm_{n}" not in REFUSED},
+       **{f"double_{n}": (double, n) for n in ("sqrt", "rsqrt", "leaky_relu", "abs", "clip", "pool2d", "pad3d")}}
+
+
+def _with_fetches(program, grads) -> bytes:
+    """The training program's JSON with a fetch op per gradient (grad_<i>): save_inference_model would set is_test,
+    which changes batch_norm's grads."""
+    mapping = paddle.pir.IrMapping()
+    copy = program.clone(mapping)
+    with paddle.static.program_guard(copy):
+        for index, grad in enumerate(grads):
+            paddle._pir_ops.fetch(mapping.look_up(grad), f"grad_{index}", index).persistable = True
+    with tempfile.TemporaryDirectory() as tmp:
+        core.serialize_pir_program(copy, f"{tmp}/program.json", True, False, True)
+        return Path(f"{tmp}/program.json").read_bytes()
+
+
+FED = ("x", "w", "u", "v", "scale", "bias", "mean", "variance")
+
+
+def main_pir(out: Path) -> None:
+    paddle.enable_static()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    ours, dg1s = np.load(out / "higher.npz"), np.load(out.parent / "double.npz")
+    (out / "pir").mkdir(exist_ok=True)
+    results = {}
+    for case, (build, name) in PIR.items():
+        given = dg1s if build is double else ours
+        prefix = name if build is double else case
+        feed = {key[len(prefix) + 1:]: given[key] for key in given.files
+                if key.startswith(prefix + "_") and key[len(prefix) + 1:] in FED}
+        main_program = paddle.static.Program()
+        with paddle.static.program_guard(main_program, paddle.static.Program()):
+            loss, wrt = build(name, feed)
+            grads = paddle.static.gradients(loss, wrt)
+        values = exe.run(main_program, feed=feed, fetch_list=grads)
+        results.update({f"{case}_{var}": value for var, value in feed.items()})
+        results.update({f"{case}_{index}@GRAD": value for index, value in enumerate(values)})
+        write_gz(out / "pir" / f"{case}.json", _with_fetches(main_program, grads))
+    np.savez(out / "pir" / "higher.npz", **results)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)
