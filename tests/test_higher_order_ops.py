@@ -7,8 +7,10 @@ acos_double_grad: that program's gradients are the closed form."""
 import numpy as np
 import pytest
 
+import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
+from gradc.executor import Executor, Scope
 
 HIGHER = DATA / "double_grad_ops" / "higher"
 PADDLE = np.load(HIGHER / "higher.npz")
@@ -26,8 +28,11 @@ def _wrt(case: str):
     return WRT[case.split("_")[0]]
 
 
+FED = ("x", "w", "u", "v", "scale", "bias", "mean", "variance")
+
+
 def _feed(files, case: str):
-    names = [key[len(case) + 1:] for key in PADDLE.files if key.startswith(case + "_") and "@" not in key]
+    names = [name for name in FED if f"{case}_{name}" in PADDLE]
     np.savez(files / f"{case}_feed.npz", **{name: PADDLE[f"{case}_{name}"] for name in names})
     return files / f"{case}_feed.npz"
 
@@ -82,3 +87,24 @@ def test_batch_norm_grad_grad_in_test_mode_where_paddles_kernel_refuses(files):
                     "-o", files / "test_at_global.npz")
     assert run.returncode == 0, run.stderr
     assert_paddles(dict(np.load(files / "test_at_global.npz")), "norm_batch_norm_global", "is_test at global's feeds")
+
+
+@pytest.mark.parametrize("case", [*CASES[:5], "norm_batch_norm", "norm_batch_norm_nhwc", "norm_instance_norm"])
+def test_one_order_more_through_the_new_ops_matches_central_differences(files, case):
+    """gradc.gradients of Paddle's program once more (of its gradient to scale for the norms, whose x gradient sums
+    to 0, else to x) goes through the new op's maker: along a random direction of x (scale for batch norm), the
+    derivative is the float64 central difference of gradc's run to 1e-7."""
+    program = gradc.load(files / f"{case}_paddle.pb")
+    target = str(PADDLE[f"{case}@FETCH"][1 if case.startswith("norm") else 0])
+    wrt = "scale" if case == "norm_batch_norm" else "x"
+    feed = dict(np.load(_feed(files, case)))
+    (grad,) = gradc.gradients(program, target, [wrt])
+    executor = Executor()
+
+    def total(value) -> float:
+        return float(np.sum(executor.run(program, {**feed, wrt: value}, [target], Scope())[0]))
+
+    direction = np.random.default_rng(0).normal(size=feed[wrt].shape)
+    along = float(np.sum(executor.run(program, feed, [grad], Scope())[0] * direction))
+    numeric = (total(feed[wrt] + 1e-6 * direction) - total(feed[wrt] - 1e-6 * direction)) / 2e-6
+    assert abs(along - numeric) <= 1e-7 * max(1.0, abs(numeric)), (along, numeric)

@@ -20,7 +20,9 @@ def _second(formula, inputs: dict[str, str], outputs: dict[str, str], wrt: dict[
     """The maker of the double grad op of a first grad op with ``formula``: its slots ``inputs`` (first grad's slot
     -> the double grad's), its outputs' grads ``outputs`` (first grad's output -> the double grad's input), and
     ``wrt`` (the double grad's input -> its output, the grad of it)."""
-    viewed = lambda f, g: formula(f, AsDifferentiated(g, inputs, outputs))   # noqa: E731
+    def viewed(f, g):
+        return formula(f, AsDifferentiated(g, inputs, outputs))
+
     return _zeros_where_unreached(backward_of(viewed, outputs, wrt))
 
 
