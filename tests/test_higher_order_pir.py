@@ -20,7 +20,7 @@ def files(tmp_path_factory):
 
 
 def test_every_op_type_has_its_program():
-    assert len(CASES) == 15, CASES
+    assert len(CASES) == 16, CASES
 
 
 @pytest.mark.parametrize("case", CASES)

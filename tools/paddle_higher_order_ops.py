@@ -15,7 +15,8 @@ the gradients in Paddle's program.
 - pir/<case>.json.gz: the same programs built in PIR static mode (Paddle 3's default; pd_op.<op>_double_grad and
   _triple_grad), and those of tools/paddle_double_grad_ops.py's sqrt, rsqrt, leaky_relu, abs, clip, pool2d, pad3d,
   with a fetch op per gradient (grad_<i>); pir/higher.npz: the feeds (the legacy programs') and
-  Paddle's values, `<case>_<i>@GRAD` (this script's second interpreter, ``OUT --pir``).
+  Paddle's values, `<case>_<i>@GRAD` (this script's second interpreter, ``OUT --pir``); and norm_batch_norm_plain,
+  batch_norm without scale and bias (its double grad's scale null), which has no legacy program.
 
     cd tools && FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python paddle_higher_order_ops.py \
         ../tests/data/paddle/double_grad_ops/higher
@@ -108,6 +109,17 @@ def norm(name: str, feed: dict):
     return paddle.sum(grad * v), [x, scale, bias, w]
 
 
+def plain_norm(name: str, feed: dict):
+    """batch_norm without scale and bias (PIR only: Paddle's legacy batch_norm_grad cannot infer its shapes then)."""
+    x = _data(feed, "x", RNG.normal(size=(3, 2, 2, 3)), True)
+    mean, var = _data(feed, "mean", RNG.normal(size=2) * 0.1, False), _data(feed, "variance", RNG.uniform(0.5, 1.5, 2),
+                                                                               False)
+    y = F.batch_norm(x, mean, var, None, None, training=True, epsilon=1e-3)
+    w, v = (_data(feed, n, RNG.normal(size=(3, 2, 2, 3)), n == "w") for n in "wv")
+    (grad,) = paddle.static.gradients(paddle.sum(paddle.tanh(y) * w), x)
+    return paddle.sum(grad * v), [x, w]
+
+
 def acos(name: str, feed: dict):
     x = _data(feed, "x", RNG.uniform(-0.8, 0.8, (3, 4)), True)
     w, v = (_data(feed, n, RNG.normal(size=(3, 4)), n == "w") for n in "wv")
@@ -166,7 +178,8 @@ def main(out: Path) -> None:
 # a kernel of matmul v1, depthwise_conv2d's and conv2d_transpose's double grads)
 PIR = {**{f"triple_{n}": (triple, n) for n in TRIPLE},
        **{f"norm_{n}": (norm, n) for n in NORMS if f"norm_{n}" not in REFUSED},
-       **{f"double_{n}": (double, n) for n in ("sqrt", "rsqrt", "leaky_relu", "abs", "clip", "pool2d", "pad3d")}}
+       **{f"double_{n}": (double, n) for n in ("sqrt", "rsqrt", "leaky_relu", "abs", "clip", "pool2d", "pad3d")},
+       "norm_batch_norm_plain": (plain_norm, "batch_norm_plain")}
 
 
 def _with_fetches(program, grads) -> bytes:
@@ -192,7 +205,7 @@ def main_pir(out: Path) -> None:
     (out / "pir").mkdir(exist_ok=True)
     results = {}
     for case, (build, name) in PIR.items():
-        given = dg1s if build is double else ours
+        given = dg1s if build is double else ours   # the plain batch norm has no legacy program: its feeds drawn
         prefix = name if build is double else case
         feed = {key[len(prefix) + 1:]: given[key] for key in given.files
                 if key.startswith(prefix + "_") and key[len(prefix) + 1:] in FED}

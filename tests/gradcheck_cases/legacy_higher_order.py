@@ -47,15 +47,18 @@ _BN_SAVED = {"SavedMean": np.zeros(2), "SavedVariance": np.ones(2)}   # read by 
 _RUNNING = {"Mean": np.array([0.1, -0.2]), "Variance": np.array([0.8, 1.3])}
 _IN = ("x", "scale", "grad_y", "grad_x@GRAD", "grad_scale@GRAD", "grad_bias@GRAD")
 CASES += [
-    # batch_norm_grad_grad: a WGAN-GP penalty through BatchNorm; NHWC; global statistics; without DDX, DDScale
+    # batch_norm_grad_grad: a WGAN-GP penalty through BatchNorm; NHWC; global statistics; without DDX, DDScale, Scale
     _norm_case("batch_norm_grad_grad", (3, 2, 2, 3), 2, _BN, {"epsilon": 1e-3}, more=_BN_SAVED),
     _norm_case("batch_norm_grad_grad", (3, 2, 3, 2), 2, _BN, {"data_layout": "NHWC"}, more=_BN_SAVED),
     _norm_case("batch_norm_grad_grad", (4, 2, 3), 2, _BN, {"use_global_stats": True}, more={**_BN_SAVED, **_RUNNING}),
     _norm_case("batch_norm_grad_grad", (3, 2, 4), 2, _BN, dropped=("DDX",), more=_BN_SAVED),
     _norm_case("batch_norm_grad_grad", (3, 2, 4), 2, _BN, dropped=("DDScale", "DDBias"), more=_BN_SAVED),
-    # instance_norm_double_grad, and without grad_x@GRAD
+    _norm_case("batch_norm_grad_grad", (3, 2, 4), 2, _BN, dropped=("Scale", "DDScale"), more=_BN_SAVED),   # no weight
+    # instance_norm_double_grad, and without grad_x@GRAD, without scale
     _norm_case("instance_norm_double_grad", (2, 2, 2, 3), 2, _IN, {"epsilon": 1e-3},
                more={"saved_mean": np.zeros(4), "saved_variance": np.ones(4)}),
     _norm_case("instance_norm_double_grad", (2, 2, 5), 2, _IN, dropped=("grad_x@GRAD",),
                more={"saved_mean": np.zeros(4), "saved_variance": np.ones(4)}),
+    _norm_case("instance_norm_double_grad", (2, 3, 4), 3, _IN, dropped=("scale", "grad_scale@GRAD"),
+               more={"saved_mean": np.zeros(6), "saved_variance": np.ones(6)}),
 ]

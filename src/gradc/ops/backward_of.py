@@ -36,7 +36,7 @@ def backward_of(formula, cotangents: dict[str, str], wrt: dict[str, str]):
         outputs = formula(f, g)
         seeds = {outputs[key]: first(g.I(slot)) for key, slot in cotangents.items()
                  if key in outputs and g.I(slot)}
-        values = {first(g.I(slot)): out for slot, out in wrt.items()}
+        values = {first(g.I(slot)): out for slot, out in wrt.items() if g.I(slot)}   # an absent one has no grad
         grads = {var: g.tmp(var) for var in values}
         f.ops += differentiate(g, f.ops[start:], seeds, grads)
         written = {name for op in f.ops[start:] for name in op.output_names()}

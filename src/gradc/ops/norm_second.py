@@ -28,7 +28,8 @@ def _second(formula, inputs: dict[str, str], outputs: dict[str, str], wrt: dict[
 
 _BN_ATTRS = {name: value for name, value in get("batch_norm_grad").attrs.items() if name != "fuse_with_relu"}
 defgrad("batch_norm_grad_grad",
-        inputs=["X", "Scale", "SavedMean", "SavedVariance", "DY", "DDX?", "DDScale?", "DDBias?", "Mean?", "Variance?"],
+        inputs=["X", "Scale?", "SavedMean", "SavedVariance", "DY", "DDX?", "DDScale?", "DDBias?", "Mean?",
+                "Variance?"],
         outputs=["DX", "DScale", "DDY"], attrs=_BN_ATTRS, infer=_like(("X", "DX"), ("Scale", "DScale"), ("DY", "DDY")),
         grad=_second(batch_norm_grad_formula,
                      {"X": "X", "Scale": "Scale", "Y@GRAD": "DY", "SavedMean": "SavedMean",

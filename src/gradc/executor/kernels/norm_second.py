@@ -41,22 +41,32 @@ def _second(x, dy, scale, dd: tuple, axes: tuple[int, ...], epsilon: float, stat
     return dx, (inv * p_dy * ddx).sum(axis=sums), s * inv * p_ddx + dds * xhat + ddb
 
 
+def _scale(k, slot: str, x):
+    """The scale, ones where the norm has none (PIR's batch_norm without a weight)."""
+    scale = k.optional(slot)
+    return np.ones(x.shape[1], x.dtype) if scale is None else scale
+
+
+def _scale_grad(k, slot: str, grad):
+    """The scale's grad, zeros where the norm has no scale (a constant then)."""
+    return grad if k.optional(slot) is not None else np.zeros_like(grad)
+
+
 @kernel("batch_norm_grad_grad")
 def batch_norm_grad_grad(k):
     layout = k.attr("data_layout")
     x, dy, ddx = (_channels_first(v, layout) if v is not None else None
                   for v in (k.x("X"), k.x("DY"), k.optional("DDX")))
     stats = (k.x("Mean"), k.x("Variance")) if _global_stats(k) else None
-    dx, dscale, ddy = _second(x, dy, k.x("Scale"), (ddx, k.optional("DDScale"), k.optional("DDBias")),
+    dx, dscale, ddy = _second(x, dy, _scale(k, "Scale", x), (ddx, k.optional("DDScale"), k.optional("DDBias")),
                               not_channel(x), k.attr("epsilon"), stats)
-    return {"DX": _channels_back(dx, layout), "DScale": dscale, "DDY": _channels_back(ddy, layout)}
+    return {"DX": _channels_back(dx, layout), "DScale": _scale_grad(k, "Scale", dscale),
+            "DDY": _channels_back(ddy, layout)}
 
 
 @kernel("instance_norm_double_grad")
 def instance_norm_double_grad(k):
     x = k.x("x")
-    scale = k.optional("scale")
-    scale = np.ones(x.shape[1], x.dtype) if scale is None else scale
-    dx, dscale, ddy = _second(x, k.x("grad_y"), scale, tuple(k.optional(slot) for slot in (
+    dx, dscale, ddy = _second(x, k.x("grad_y"), _scale(k, "scale", x), tuple(k.optional(slot) for slot in (
         "grad_x@GRAD", "grad_scale@GRAD", "grad_bias@GRAD")), tuple(range(2, x.ndim)), k.attr("epsilon"))
-    return {"x@GRAD": dx, "scale@GRAD": dscale, "grad_y@GRAD": ddy}
+    return {"x@GRAD": dx, "scale@GRAD": _scale_grad(k, "scale", dscale), "grad_y@GRAD": ddy}

@@ -29,7 +29,7 @@ ROWS = [
     row("pd_op.pad3d_double_grad", "pad3d_double_grad", "grad_x_grad:grad_x@GRAD paddings>paddings:ints@Paddings",
         DDX_ONLY, "mode:str pad_value=value:f64 data_format:str"),
     row("pd_op.batch_norm_double_grad", "batch_norm_grad_grad",
-        "x:X scale:Scale out_mean:Mean out_variance:Variance saved_mean:SavedMean saved_variance:SavedVariance "
+        "x:X scale?:Scale out_mean:Mean out_variance:Variance saved_mean:SavedMean saved_variance:SavedVariance "
         "grad_out:DY grad_x_grad?:DDX grad_scale_grad?:DDScale grad_bias_grad?:DDBias",
         "x_grad:DX scale_grad:DScale grad_out_grad:DDY", BATCH_NORM),
     row("pd_op.instance_norm_double_grad", "instance_norm_double_grad",
