@@ -108,3 +108,19 @@ def test_one_order_more_through_the_new_ops_matches_central_differences(files, c
     along = float(np.sum(executor.run(program, feed, [grad], Scope())[0] * direction))
     numeric = (total(feed[wrt] + 1e-6 * direction) - total(feed[wrt] - 1e-6 * direction)) / 2e-6
     assert abs(along - numeric) <= 1e-7 * max(1.0, abs(numeric)), (along, numeric)
+
+
+def test_a_var_in_two_differentiated_slots_is_refused_by_name():
+    """sin_triple_grad reading one var as both dOut and ddX: the backward of its formula would give that var's grad,
+    the sum of the two slots' grads the op writes apart; the maker refuses, naming the op and the slots."""
+    program = gradc.Program()
+    block = program.global_block
+    for name in ("x", "d", "d_new", "out_x", "out_dout", "out_ddx"):
+        block.create_var(name, [3], gradc.ir.VarType.FP64)
+    block.append_op("sin_triple_grad", {"X": ["x"], "grad_out_forward": ["d"], "grad_x_grad_forward": ["d"],
+                                        "grad_x@GRAD": ["d_new"]},
+                    {"X@GRAD": ["out_x"], "grad_out_forward@GRAD": ["out_dout"],
+                     "grad_x_grad_forward@GRAD": ["out_ddx"]}, {})
+    refusal = "sin_triple_grad.*slots grad_out_forward, grad_x_grad_forward hold one var 'd'"
+    with pytest.raises(gradc.errors.GradError, match=refusal):
+        gradc.gradients(program, "out_x", ["x"])

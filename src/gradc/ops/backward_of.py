@@ -6,6 +6,7 @@ backward (``differentiate``), so H needs no formula of its own and the next orde
 
 from __future__ import annotations
 
+from ..errors import GradError
 from .composite import differentiate, first
 
 
@@ -36,7 +37,12 @@ def backward_of(formula, cotangents: dict[str, str], wrt: dict[str, str]):
         outputs = formula(f, g)
         seeds = {outputs[key]: first(g.I(slot)) for key, slot in cotangents.items()
                  if key in outputs and g.I(slot)}
-        values = {first(g.I(slot)): out for slot, out in wrt.items() if g.I(slot)}   # an absent one has no grad
+        given = {slot: out for slot, out in wrt.items() if g.I(slot)}   # an absent one has no grad
+        values = {first(g.I(slot)): out for slot, out in given.items()}
+        if len(values) < len(given):   # the backward would sum the two slots' grads, which the op gives apart
+            shared = [slot for slot in given if [first(g.I(other)) for other in given].count(first(g.I(slot))) > 1]
+            raise GradError(f"op '{g.fwd.type}': slots {', '.join(shared)} hold one var "
+                            f"'{first(g.I(shared[0]))}'; the op's grads of them cannot be told apart")
         grads = {var: g.tmp(var) for var in values}
         f.ops += differentiate(g, f.ops[start:], seeds, grads)
         written = {name for op in f.ops[start:] for name in op.output_names()}
