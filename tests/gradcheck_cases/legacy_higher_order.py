@@ -1,5 +1,6 @@
 """Cases for Paddle's last legacy higher-order op types gradc lacked: the third-derivative ops of unary math
-(gradc.ops.triple_grad_unary), each with and without one of its two cotangents, and acos_double_grad."""
+(gradc.ops.triple_grad_unary), each with and without one of its two cotangents, acos_double_grad, and the norms'
+batch_norm_grad_grad and instance_norm_double_grad (gradc.ops.norm_second) in their modes and with inputs absent."""
 
 import numpy as np
 
