@@ -15,6 +15,8 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 - whole models as a CUDA build saves them (tests/data/paddle/gpu_build, "gpu_build/<model>"; every parameter seeded
   by name as tests/seeded_params.py draws it): the inference program, gradc's backward of the forward and Paddle's
   training program, each read by gradc and written back, to the fixture's output, loss and gradients;
+- Paddle's PIR programs of second and third derivatives (tests/data/paddle/double_grad_ops/higher/pir, "higher/<case>")
+  read by gradc and written back: their float64 gradients;
 - gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer`, over the
   PIR MLP) and their startup programs, written as PIR: Paddle runs
   the startup, takes the MLP's parameters and trains 5 steps with gradc's losses and persistables.
@@ -205,6 +207,25 @@ def gpu_build(case: str, workdir: Path) -> bool:
     return all(results)
 
 
+HIGHER = DATA.parent / "double_grad_ops" / "higher" / "pir"   # tools/paddle_higher_order_ops.py's PIR programs
+
+
+def higher_order(case: str, workdir: Path) -> bool:
+    """Paddle's PIR program of a second or third derivative (pd_op.<op>_double_grad, _triple_grad) read by gradc and
+    written back: Paddle's run of it gives the fixture's float64 gradients (to 1e-12)."""
+    name = case.removeprefix("higher/")
+    save_pir(load_pir(gzip.decompress((HIGHER / f"{name}.json.gz").read_bytes())), workdir / "program.json")
+    program = paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "program.json"), program)
+    fetches = [op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch"]
+    with np.load(HIGHER / "higher.npz") as paddles:
+        feed = {var: paddles[f"{name}_{var}"] for var in _data_names(program)}
+        expected = [paddles[f"{name}_{index}@GRAD"] for index in range(len(fetches))]
+    got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=fetches)
+    return all(np.allclose(value, want, rtol=1e-12, atol=1e-12) or check(f"grad {index}", value, want)
+               for index, (value, want) in enumerate(zip(got, expected)))
+
+
 def _data_names(program) -> set[str]:
     return {op.attrs()["name"] for op in program.global_block().ops if op.name() == "pd_op.data"}
 
@@ -247,6 +268,7 @@ def main(cases: list[str]) -> int:
     every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
     every += [f"compiled/{name}" for name in COMPILED]
     every += [f"gpu_build/{p.name}" for p in sorted((DATA.parent / "gpu_build").iterdir())]
+    every += [f"higher/{p.name.removesuffix('.json.gz')}" for p in sorted(HIGHER.glob("*.json.gz"))]
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases or every:
             kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
@@ -256,6 +278,8 @@ def main(cases: list[str]) -> int:
                 kinds = [compiled_optimizer]
             if case.startswith("gpu_build/"):
                 kinds = [gpu_build]
+            if case.startswith("higher/"):
+                kinds = [higher_order]
             if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:
