@@ -24,6 +24,7 @@ from .verification import verify  # the function: gradc.verify(program); checks 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .backward import append_backward, gradients, loss_candidates
     from .executor import Executor, LoDTensor, Scope, SelectedRows, global_scope, kernel
+    from .executor.py_funcs import register_py_func
     from .executor.randomness import seed
     from .io.pdiparams import read_params, write_params
     from .layers import ProgramBuilder
@@ -38,7 +39,7 @@ __version__ = "0.1.0"
 _ON_FIRST_USE = {
     **dict.fromkeys(["append_backward", "gradients", "loss_candidates"], ".backward"),
     "ProgramBuilder": ".layers", "minimize": ".optimizers", "recompute": ".passes.recompute",
-    "seed": ".executor.randomness",
+    "seed": ".executor.randomness", "register_py_func": ".executor.py_funcs",
     **dict.fromkeys(["Executor", "LoDTensor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["LBFGS", "Dataset", "History", "Trainer", "add_loss", "evaluate", "export", "load_params",
@@ -53,6 +54,7 @@ __all__ = [
     "SelectedRows", "Trainer", "VarDesc", "VarType", "add_loss", "append_backward", "defop", "evaluate", "export",
     "global_scope",
     "grad_op", "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",
-    "register_op", "same_as", "save", "save_params", "seed", "set_test_mode", "set_train_mode", "train",
+    "register_op", "register_py_func", "same_as", "save", "save_params", "seed", "set_test_mode", "set_train_mode",
+    "train",
     "verify", "write_params",
 ]

@@ -262,6 +262,7 @@ FAMILIES = {
     "products_double": ("dot_grad", "cross_grad", "kron_grad", "mv_grad", "trace_grad", "diagonal_grad", "addmm_grad",
         "baddbmm_grad", "multi_dot_grad", "dist_grad", "frobenius_norm_grad"),
     "products_einsum": ("einsum", "einsum_grad"),
+    "py_func": ("py_func",),
     "pylayer": ("pylayer", "pylayer_grad"),
     "pylayer_double": ("pylayer_grad",),
     "pyramid_hash": ("pyramid_hash", "pyramid_hash_grad"),

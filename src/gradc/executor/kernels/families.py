@@ -197,6 +197,7 @@ FAMILIES = {
         "diagonal", "diagonal_grad", "diag_embed"),
     "products_einsum": ("einsum", "einsum_grad"),
     "put_along": ("put_along_axis", "put_along_axis_grad"),
+    "py_func": ("py_func",),
     "pylayer": ("pylayer", "pylayer_grad"),
     "pyramid_hash": ("pyramid_hash", "pyramid_hash_grad"),
     "quant": ("fake_quantize_abs_max", "fake_quantize_dequantize_abs_max",

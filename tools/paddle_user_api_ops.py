@@ -1,0 +1,92 @@
+"""Legacy op types a Paddle 3.3.1 user writes from public Python APIs in legacy static mode (FLAGS_enable_pir_api=0)
+on CPU that gradc did not know: py_func (paddle.static.py_func, with a backward function and skipped backward
+inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/paddle/user_api_ops/:
+
+    py_func.pb.gz, py_func_paddle.pb.gz   the float64 forward, and Paddle's program after its append_backward
+    py_func.npz                           feeds (x, w) and Paddle's loss and gradients (x@GRAD, w@GRAD)
+    vision_read.pb.gz                     read_file -> decode_jpeg -> cast -> a linear layer -> mean (Paddle's CPU
+                                          kernel of decode_jpeg refuses to run: "only supports GPU")
+
+The functions py_func.pb calls live in Paddle's process; tests/test_user_api_ops.py registers the same four with
+gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, product_forward 2, product_backward 3.
+
+    cd tools && FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python paddle_user_api_ops.py \
+        ../tests/data/paddle/user_api_ops
+"""
+
+import gzip
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddle_programs import without_callstacks
+
+RNG = np.random.default_rng(23)
+
+
+def tanh_forward(h):
+    return np.tanh(np.asarray(h))
+
+
+def tanh_backward(y, dy):   # h is skipped (backward_skip_vars): Paddle leaves it out of the arguments
+    y = np.asarray(y)
+    return np.asarray(dy) * (1 - y * y)
+
+
+def product_forward(a, b):
+    return np.asarray(a) * np.asarray(b), np.asarray(a) + np.asarray(b)
+
+
+def product_backward(a, b, prod, total, dprod, dtotal):
+    a, b, dprod, dtotal = (np.asarray(v) for v in (a, b, dprod, dtotal))
+    return dprod * b + dtotal, dprod * a + dtotal
+
+
+def write_gz(path: Path, data: bytes) -> None:
+    path.write_bytes(gzip.compress(data, mtime=0))
+
+
+def py_func_program(out: Path, exe) -> None:
+    feed = {"x": RNG.normal(size=(3, 4)), "w": RNG.normal(size=(4, 2))}
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        x, w = (paddle.static.data(name, value.shape, "float64") for name, value in feed.items())
+        x.stop_gradient = w.stop_gradient = False
+        h = paddle.matmul(x, w)
+        block = main.global_block()
+        y = block.create_var(name="tanh_out", shape=h.shape, dtype="float64")
+        paddle.static.py_func(tanh_forward, h, y, backward_func=tanh_backward, skip_vars_in_backward_input=h)
+        prod, total = (block.create_var(name=n, shape=h.shape, dtype="float64") for n in ("prod", "total"))
+        paddle.static.py_func(product_forward, [y, h], [prod, total], backward_func=product_backward)
+        loss = paddle.mean(paddle.multiply(prod, total))
+        forward = main.clone()
+        paddle.static.append_backward(loss)
+    values = exe.run(main, feed=feed, fetch_list=[loss, "x@GRAD", "w@GRAD"])
+    print("py_func", [op.type for op in main.global_block().ops])
+    write_gz(out / "py_func.pb.gz", without_callstacks(forward))
+    write_gz(out / "py_func_paddle.pb.gz", without_callstacks(main))
+    np.savez(out / "py_func.npz", **feed, loss=values[0], **{"x@GRAD": values[1], "w@GRAD": values[2]})
+
+
+def vision_read_program(out: Path) -> None:
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        image = paddle.vision.ops.decode_jpeg(paddle.vision.ops.read_file("photo.jpg"), mode="rgb")
+        pixels = paddle.cast(image, "float32").reshape([1, -1]) / 255.0
+        loss = paddle.mean(paddle.nn.Linear(48, 2)(pixels[:, :48]))
+    print("vision_read", [op.type for op in main.global_block().ops])
+    write_gz(out / "vision_read.pb.gz", without_callstacks(main))
+    del loss
+
+
+def main(out: Path) -> None:
+    import paddle_legacy_shim
+    paddle_legacy_shim.install()
+    paddle.enable_static()
+    py_func_program(out, paddle.static.Executor(paddle.CPUPlace()))
+    vision_read_program(out)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
