@@ -1,6 +1,9 @@
 """Legacy op types a Paddle 3.3.1 user writes from public Python APIs in legacy static mode that gradc did not know
 (tools/paddle_user_api_ops.py writes the programs): py_func (paddle.static.py_func), which gradc runs with the
-Python functions registered under the program's ids, and whose backward it compiles as Paddle does."""
+Python functions registered under the program's ids, and whose backward it compiles as Paddle does; read_file and
+decode_jpeg (paddle.vision.ops), and the save / load / save_combine / load_combine programs paddle.static.io's
+save_vars and load_vars run, which gradc refuses to run in one line naming the file (it runs no op that touches a file
+a program names; Paddle's CPU kernel of decode_jpeg refuses too), and compiles around."""
 
 import numpy as np
 import pytest
@@ -86,3 +89,49 @@ def test_a_py_func_without_backward_on_the_loss_path_is_refused(files, tmp_path)
     assert compiled.returncode == 1 and compiled.stderr.count("\n") == 1
     assert "op 1 (py_func)" in compiled.stderr and "no backward function" in compiled.stderr
     assert not (tmp_path / "out.pb").exists()
+
+
+@pytest.mark.parametrize("kind, path", [("save", "model/linear_1.w_0"), ("save_combine", "model/model.pdiparams"),
+                                        ("load", "model/linear_1.w_0"), ("load_combine", "model/model.pdiparams")])
+def test_paddles_save_and_load_programs_are_refused_naming_the_file(files, tmp_path, monkeypatch, kind, path):
+    """Before, each was refused as an op type gradc does not know; now in one line that names the file and says what
+    gradc does instead (--params reads what load ops would; gradc.save_params writes what save ops would)."""
+    monkeypatch.chdir(tmp_path)
+    params = {"linear_1.w_0": np.ones((3, 2), np.float32), "linear_1.b_0": np.zeros(2, np.float32)}
+    np.savez(tmp_path / "params.npz", **params)
+    run = gradc_cli("run", files / f"{kind}.pb", *(["--params", "params.npz"] if kind.startswith("save") else []))
+    assert run.returncode == 1 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    verb = "reads" if kind.startswith("load") else "writes"
+    assert f"block 0, op 0 ({kind}) {verb} the file '{path}'" in run.stderr
+    assert ("--params" if kind.startswith("load") else "gradc.save_params") in run.stderr
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_jpeg_read_and_decoded_in_the_program_is_refused_and_the_cut_it_names_runs(files, tmp_path):
+    """read_file then decode_jpeg (paddle.vision.ops) ahead of a linear layer: gradc compiles the program (the bytes
+    and pixels are uint8: no gradient), refuses to run read_file naming the file, and the program gradc export cuts
+    at decode_jpeg's output, as the refusal of decode_jpeg says, runs on fed pixels."""
+    program = files / "vision_read.pb"
+    assert gradc_cli("compile", program, "-o", tmp_path / "train.pb").returncode == 0
+    w, b = np.linspace(-1, 1, 96, dtype=np.float32).reshape(48, 2), np.array([0.5, -0.5], np.float32)
+    np.savez(tmp_path / "params.npz", **{"linear_0.w_0": w, "linear_0.b_0": b})
+    run = gradc_cli("run", program, "--params", tmp_path / "params.npz")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "block 0, op 0 (read_file) reads the file 'photo.jpg'" in run.stderr
+    decode = gradc.load(program)
+    decode.global_block.ops.pop(0)   # the decode_jpeg op's own refusal: its pixels fed past a read_file
+    gradc.save(decode, tmp_path / "decode.pb")
+    pixels = np.arange(3 * 4 * 4, dtype=np.uint8).reshape(3, 4, 4) * 5
+    np.savez(tmp_path / "bytes.npz", **{"read_file_0.tmp_0": np.arange(16, dtype=np.uint8)})
+    refused = gradc_cli("run", tmp_path / "decode.pb", "--params", tmp_path / "params.npz", "--feed",
+                        tmp_path / "bytes.npz")
+    assert refused.returncode == 1 and "op 0 (decode_jpeg): decoding JPEG runs on GPU only" in refused.stderr
+    assert "gradc export --input decode_jpeg_0.tmp_0" in refused.stderr
+    assert gradc_cli("export", program, "--input", "decode_jpeg_0.tmp_0", "--fetch", "linear_0.tmp_1", "--params",
+                     tmp_path / "params.npz", "-o", tmp_path / "cut").returncode == 0
+    np.savez(tmp_path / "pixels.npz", **{"decode_jpeg_0.tmp_0": pixels})
+    cut = gradc_cli("run", tmp_path / "cut.pdmodel", "--params", tmp_path / "cut.pdiparams", "--feed",
+                    tmp_path / "pixels.npz", "--fetch", "linear_0.tmp_1", "-o", tmp_path / "out.npz")
+    assert cut.returncode == 0, cut.stderr
+    expected = (pixels.astype(np.float32).reshape(1, -1) / np.float32(255))[:, :48] @ w + b
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["linear_0.tmp_1"], expected, rtol=1e-6)

@@ -6,6 +6,8 @@ inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/pa
     py_func.npz                           feeds (x, w) and Paddle's loss and gradients (x@GRAD, w@GRAD)
     vision_read.pb.gz                     read_file -> decode_jpeg -> cast -> a linear layer -> mean (Paddle's CPU
                                           kernel of decode_jpeg refuses to run: "only supports GPU")
+    <save|save_combine|load|load_combine>.pb.gz   the programs paddle.static.io.save_vars and load_vars build and run
+                                          (a file per var, and one file), caught at Executor.run; paths under model/
 
 The functions py_func.pb calls live in Paddle's process; tests/test_user_api_ops.py registers the same four with
 gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, product_forward 2, product_backward 3.
@@ -15,7 +17,9 @@ gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, pro
 """
 
 import gzip
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -80,12 +84,37 @@ def vision_read_program(out: Path) -> None:
     del loss
 
 
+def save_load_programs(out: Path) -> None:
+    """The programs save_vars / load_vars run, each saved under the type of the ops it holds."""
+    main_program, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main_program, startup):
+        paddle.nn.Linear(3, 2)(paddle.static.data("x", [4, 3], "float32"))
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    caught, run = [], paddle.static.Executor.run
+    paddle.static.Executor.run = lambda self, program=None, *args, **kwargs: (caught.append(program),
+                                                                              run(self, program, *args, **kwargs))[1]
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chdir(scratch)
+        for io in (paddle.static.io.save_vars, paddle.static.io.load_vars):
+            for filename in (None, "model.pdiparams"):
+                io(exe, "model", main_program, filename=filename, predicate=lambda var: var.persistable)
+        os.chdir(here)
+    paddle.static.Executor.run = run
+    for program in caught:
+        kind = program.global_block().ops[0].type
+        print(kind, [op.type for op in program.global_block().ops])
+        write_gz(out / f"{kind}.pb.gz", without_callstacks(program))
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
     paddle.enable_static()
     py_func_program(out, paddle.static.Executor(paddle.CPUPlace()))
     vision_read_program(out)
+    save_load_programs(out)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ FAMILIES = {
         "norm_grad", "margin_cross_entropy_grad"),
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
+    "file_io": ("read_file", "decode_jpeg", "save", "save_combine", "load", "load_combine"),
     "flash_attention": ("flash_attn", "flash_attn_grad", "flash_attn_unpadded", "flash_attn_unpadded_grad",
         "flashmask_attention", "flashmask_attention_grad", "flash_attn_qkvpacked", "flash_attn_qkvpacked_grad",
         "calc_reduced_attn_scores", "memory_efficient_attention", "memory_efficient_attention_grad"),

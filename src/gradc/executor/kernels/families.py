@@ -66,6 +66,7 @@ FAMILIES = {
         "margin_cross_entropy", "margin_cross_entropy_grad"),
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
+    "file_io": ("read_file", "save", "load", "save_combine", "load_combine", "decode_jpeg"),
     "flash_attention": ("flash_attn", "flashmask_attention", "flash_attn_grad", "flashmask_attention_grad",
         "flash_attn_unpadded", "flash_attn_unpadded_grad", "flash_attn_qkvpacked", "flash_attn_qkvpacked_grad",
         "calc_reduced_attn_scores", "memory_efficient_attention", "memory_efficient_attention_grad"),
