@@ -3,7 +3,8 @@
 Python functions registered under the program's ids, and whose backward it compiles as Paddle does; read_file and
 decode_jpeg (paddle.vision.ops), and the save / load / save_combine / load_combine programs paddle.static.io's
 save_vars and load_vars run, which gradc refuses to run in one line naming the file (it runs no op that touches a file
-a program names; Paddle's CPU kernel of decode_jpeg refuses too), and compiles around."""
+a program names; Paddle's CPU kernel of decode_jpeg refuses too), and compiles around; the reader ops of a
+DataLoader.from_generator(iterable=False) program, whose batch gradc takes from the feed."""
 
 import numpy as np
 import pytest
@@ -135,3 +136,31 @@ def test_a_jpeg_read_and_decoded_in_the_program_is_refused_and_the_cut_it_names_
     assert cut.returncode == 0, cut.stderr
     expected = (pixels.astype(np.float32).reshape(1, -1) / np.float32(255))[:, :48] @ w + b
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["linear_0.tmp_1"], expected, rtol=1e-6)
+
+
+READER = np.load(OPS / "reader.npz")
+
+
+def test_paddles_reader_program_trains_on_fed_batches_to_paddles_numbers(files):
+    """create_py_reader reads a queue Paddle keeps in its scope (undeclared in the program), and read takes each
+    batch from it: gradc runs the program (before: unknown ops, and a var no block declares) with the batches fed,
+    two SGD steps from Paddle's initial parameters giving Paddle's losses and parameters."""
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(files / "reader_startup.pb"), scope=scope)
+    params = [str(name) for name in READER["params"]]
+    for name in params:
+        scope.assign(name, READER[name].copy())
+    train = gradc.load(files / "reader_train.pb")
+    losses = [executor.run(train, feed={"x": READER[f"x{step}"], "y": READER[f"y{step}"]},
+                           fetch_list=["mean_0.tmp_0"], scope=scope)[0] for step in range(2)]
+    np.testing.assert_allclose(losses, READER["losses"], rtol=1e-6)
+    for name in params:
+        np.testing.assert_allclose(scope.find(name), READER[f"{name}@after"], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_a_reader_batch_not_fed_is_named_in_one_line(files, tmp_path):
+    np.savez(tmp_path / "x_only.npz", x=READER["x0"])
+    run = gradc_cli("run", files / "reader_train.pb", "--startup", files / "reader_startup.pb", "--feed",
+                    tmp_path / "x_only.npz", "--fetch", "mean_0.tmp_0")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "block 0, op 2 (read)" in run.stderr and "lacks y: feed x, y" in run.stderr

@@ -8,6 +8,10 @@ inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/pa
                                           kernel of decode_jpeg refuses to run: "only supports GPU")
     <save|save_combine|load|load_combine>.pb.gz   the programs paddle.static.io.save_vars and load_vars build and run
                                           (a file per var, and one file), caught at Executor.run; paths under model/
+    reader_train.pb.gz, reader_startup.pb.gz  a linear layer trained with SGD on batches from a DataLoader.
+                                          from_generator(iterable=False) (create_py_reader, create_double_buffer_reader,
+                                          read); reader.npz: the two batches, the initial parameters, Paddle's losses
+                                          and parameters after the two steps
 
 The functions py_func.pb calls live in Paddle's process; tests/test_user_api_ops.py registers the same four with
 gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, product_forward 2, product_backward 3.
@@ -108,6 +112,33 @@ def save_load_programs(out: Path) -> None:
         write_gz(out / f"{kind}.pb.gz", without_callstacks(program))
 
 
+def reader_programs(out: Path) -> None:
+    from paddle.base.reader import DataLoader
+    main_program, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main_program, startup):
+        x, y = paddle.static.data("x", [4, 3], "float32"), paddle.static.data("y", [4, 2], "float32")
+        loader = DataLoader.from_generator(feed_list=[x, y], capacity=2, iterable=False)
+        loss = paddle.mean(paddle.square(paddle.nn.Linear(3, 2)(x) - y))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    batches = [(RNG.normal(size=(4, 3)).astype("float32"), RNG.normal(size=(4, 2)).astype("float32"))
+               for _ in range(2)]
+    loader.set_batch_generator(lambda: iter(batches))
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    params = [param.name for param in main_program.all_parameters()]
+    scope = paddle.static.global_scope()
+    initial = {name: np.array(scope.find_var(name).get_tensor()) for name in params}
+    loader.start()
+    losses = [exe.run(main_program, fetch_list=[loss])[0] for _ in batches]
+    loader.reset()
+    print("reader", [op.type for op in main_program.global_block().ops])
+    write_gz(out / "reader_train.pb.gz", without_callstacks(main_program))
+    write_gz(out / "reader_startup.pb.gz", without_callstacks(startup))
+    np.savez(out / "reader.npz", params=np.array(params), **{f"x{i}": bx for i, (bx, _) in enumerate(batches)},
+             **{f"y{i}": by for i, (_, by) in enumerate(batches)}, **initial, losses=np.array(losses),
+             **{f"{name}@after": np.array(scope.find_var(name).get_tensor()) for name in params})
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
@@ -115,6 +146,7 @@ def main(out: Path) -> None:
     py_func_program(out, paddle.static.Executor(paddle.CPUPlace()))
     vision_read_program(out)
     save_load_programs(out)
+    reader_programs(out)
 
 
 if __name__ == "__main__":

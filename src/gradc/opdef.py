@@ -112,6 +112,9 @@ class OpDef:
     # output slots that name an input var and leave its value as it is (hierarchical_sigmoid's W_Out, a hook for
     # remote tables): no write a backward must keep the value from
     alias_outputs: frozenset[str] = frozenset()
+    # input slots naming an object the building process keeps in its scope and never declares in the program
+    # (create_py_reader's blocking_queue, the queue a DataLoader fills): their vars need no declaration
+    undeclared_inputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

@@ -67,7 +67,7 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
           lod_levels: Callable | None = None, kernel_dtype_outputs: Iterable[str] = (),
           tensor_attrs: Iterable[str] = (), state_inputs: Iterable[str] = (), stale_shape_inputs: Iterable[str] = (),
           int8_stored_inputs: Iterable[str] = (), runtime_rank_outputs: Iterable[str] = (),
-          alias_outputs: Iterable[str] = (), replace: bool = False) -> OpDef:
+          alias_outputs: Iterable[str] = (), undeclared_inputs: Iterable[str] = (), replace: bool = False) -> OpDef:
     """Register an op (slots in gradc.opdef's notation). A GradOp maker also registers its grad op."""
     opdef = register(make_opdef(type, inputs, outputs, attrs, grad=grad, no_grad_inputs=slot_names(no_grad_inputs),
                                 no_grad_outputs=slot_names(no_grad_outputs), infer=infer,
@@ -78,7 +78,8 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
                                 stale_shape_inputs=frozenset(stale_shape_inputs),
                                 int8_stored_inputs=frozenset(int8_stored_inputs),
                                 runtime_rank_outputs=frozenset(runtime_rank_outputs),
-                                alias_outputs=frozenset(alias_outputs)),
+                                alias_outputs=frozenset(alias_outputs),
+                                undeclared_inputs=frozenset(undeclared_inputs)),
                       replace=replace)
     if isinstance(grad, GradOp):
         grad_type = grad.type_for(opdef)

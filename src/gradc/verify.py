@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program
+from .opdef import get as get_opdef
 from .ops.pylayer import user_backward_blocks
 
 MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
@@ -175,6 +176,12 @@ def _sub_block_problems(program, block_idx, op_idx, op_type, attr, sub, source, 
         ancestor = program.blocks[ancestor].parent_idx
 
 
+def _undeclared_input(op_type: str, slot: str) -> bool:
+    """Whether the input slot is one the op's definition lets name a var no program declares."""
+    opdef = get_opdef(op_type)
+    return opdef is not None and slot in opdef.undeclared_inputs
+
+
 def check_vars(program: Program) -> None:
     raise_first(var_problems(program))
 
@@ -194,6 +201,7 @@ def var_problems(program: Program) -> Iterator[str]:
                 for where, args in slots.items():
                     for name in args:
                         if name not in own and name != EMPTY_VAR and name not in given \
-                                and block.visible_var(name) is None:
+                                and block.visible_var(name) is None \
+                                and not (slots is op.inputs and _undeclared_input(op.type, where)):
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                    f"({kind} {where}), which is not declared in block {block.idx} or its ancestors")

@@ -280,6 +280,7 @@ FAMILIES = {
     "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex", "graph_khop_sampler"),
     "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "random", "random_grad",
         "class_center_sample", "seed"),
+    "reader": ("create_py_reader", "create_double_buffer_reader", "read"),
     "rearrange": ("flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad"),
     "reduce": ("reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_max", "reduce_max_grad",
