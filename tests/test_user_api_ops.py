@@ -65,6 +65,23 @@ def test_gradc_compiles_py_funcs_backward_as_paddle_does(files, registered):
         np.testing.assert_allclose(ours[grad], PADDLE[grad], rtol=1e-12, atol=1e-12, err_msg=grad)
 
 
+def test_a_plugin_registers_the_functions_for_the_cli(files, tmp_path):
+    """The README's way for the command line: a --plugin file that registers Paddle's functions by id."""
+    plugin = tmp_path / "paddle_funcs.py"
+    plugin.write_text("import numpy as np\nimport gradc\n" + "".join(
+        f"gradc.register_py_func({i}, {fn})\n" for i, fn in enumerate(
+            ["np.tanh", "lambda y, dy: dy * (1 - y * y)", "lambda a, b: (a * b, a + b)",
+             "lambda a, b, prod, total, dprod, dtotal: (dprod * b + dtotal, dprod * a + dtotal)"])))
+    try:
+        run = gradc_cli("--plugin", plugin, "run", files / "py_func_paddle.pb", "--feed", files / "feed.npz",
+                        "--fetch", "w@GRAD", "-o", tmp_path / "out.npz")
+    finally:
+        for callable_id in PY_FUNCS:
+            register_py_func(callable_id, None)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["w@GRAD"], PADDLE["w@GRAD"], rtol=1e-12, atol=1e-12)
+
+
 def test_a_py_func_whose_function_is_not_registered_is_refused_in_one_line(files):
     run = gradc_cli("run", files / "py_func_paddle.pb", "--feed", files / "feed.npz", "--fetch", "x@GRAD")
     assert run.returncode == 1
