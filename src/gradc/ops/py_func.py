@@ -17,6 +17,8 @@ NO_CALLABLE = -1
 
 
 def _py_func_grad(g):
+    """A py_func calling function backward_callable_id on X, Out and Out@GRAD less backward_skip_vars, writing
+    X@GRAD; refused where the op has no backward function (backward_callable_id -1)."""
     backward_id = g.attr("backward_callable_id")
     if backward_id < 0:
         raise GradError(f"py_func calling Python function {g.attr('forward_callable_id')} has no backward function "
