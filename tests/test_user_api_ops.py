@@ -86,7 +86,8 @@ def test_a_py_func_whose_function_is_not_registered_is_refused_in_one_line(files
     run = gradc_cli("run", files / "py_func_paddle.pb", "--feed", files / "feed.npz", "--fetch", "x@GRAD")
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
-    assert "block 0, op 1 (py_func)" in run.stderr and "gradc.register_py_func(0, fn)" in run.stderr
+    assert "block 0, op 1 (py_func): Python function 0, of the process that built the program, is not registered" \
+        in run.stderr and "gradc.register_py_func(0, fn)" in run.stderr
 
 
 def test_a_function_returning_too_few_values_is_named(files, registered):

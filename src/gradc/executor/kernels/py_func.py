@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
 from ..py_funcs import PY_FUNCS
 from . import kernel
@@ -15,9 +14,9 @@ def py_func(k):
     callable_id = k.attr("forward_callable_id")
     fn = PY_FUNCS.get(callable_id)
     if fn is None:
-        raise ExecutionError(f"{k.where} calls Python function {callable_id} of the process that built the program, "
-                             f"which gradc does not have: register it first, gradc.register_py_func({callable_id}, "
-                             f"fn) (in a --plugin module for the CLI)")
+        raise ValueError(f"Python function {callable_id}, of the process that built the program, is not registered: "
+                         f"register it first, gradc.register_py_func({callable_id}, fn) (in a --plugin module for "
+                         f"the CLI)")
     returned = fn(*k.xs("X"))
     returned = list(returned) if isinstance(returned, (list, tuple)) else [returned]
     names = k.out_names("Out")
