@@ -17,14 +17,14 @@ from gradc import register_py_func
 OPS = DATA / "user_api_ops"
 PADDLE = np.load(OPS / "py_func.npz")
 # the functions paddle.static.py_func registered in Paddle's process, under the same ids (tools/paddle_user_api_ops.py)
-PY_FUNCS = {0: np.tanh, 1: lambda y, dy: dy * (1 - y * y), 2: lambda a, b: (a * b, a + b),
-            3: lambda a, b, prod, total, dprod, dtotal: (dprod * b + dtotal, dprod * a + dtotal)}
+PY_FUNCS = {0: np.tanh, 1: lambda y, dy: dy * (1 - y * y), 2: lambda a, b, c: (a * b * c, a + b),
+            3: lambda a, b, c, prod, total, dprod, dtotal: (dprod * b * c + dtotal, dprod * a * c + dtotal, None)}
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     out = unpacked(OPS, tmp_path_factory.mktemp("user_api_ops"))
-    np.savez(out / "feed.npz", x=PADDLE["x"], w=PADDLE["w"])
+    np.savez(out / "feed.npz", x=PADDLE["x"], w=PADDLE["w"], c=PADDLE["c"])
     return out
 
 
@@ -46,7 +46,8 @@ def _run(program, out) -> dict:
 
 
 def test_paddles_py_func_program_runs_to_paddles_gradients(files, registered):
-    """Paddle's program (two py_funcs, their two backward py_funcs, one with a skipped input) run by gradc."""
+    """Paddle's program (two py_funcs, their two backward py_funcs: one with a skipped input, one writing no grad of
+    its input c, @EMPTY@ in its place, whose function returns None there) run by gradc."""
     ours = _run(files / "py_func_paddle.pb", files / "paddle_run.npz")
     np.testing.assert_allclose(ours["mean_0.tmp_0"], PADDLE["loss"], rtol=1e-12, atol=1e-12)
     for grad in ("x@GRAD", "w@GRAD"):
@@ -70,8 +71,8 @@ def test_a_plugin_registers_the_functions_for_the_cli(files, tmp_path):
     plugin = tmp_path / "paddle_funcs.py"
     plugin.write_text("import numpy as np\nimport gradc\n" + "".join(
         f"gradc.register_py_func({i}, {fn})\n" for i, fn in enumerate(
-            ["np.tanh", "lambda y, dy: dy * (1 - y * y)", "lambda a, b: (a * b, a + b)",
-             "lambda a, b, prod, total, dprod, dtotal: (dprod * b + dtotal, dprod * a + dtotal)"])))
+            ["np.tanh", "lambda y, dy: dy * (1 - y * y)", "lambda a, b, c: (a * b * c, a + b)",
+             "lambda a, b, c, prod, total, dprod, dtotal: (dprod * b * c + dtotal, dprod * a * c + dtotal, 0)"])))
     try:
         run = gradc_cli("--plugin", plugin, "run", files / "py_func_paddle.pb", "--feed", files / "feed.npz",
                         "--fetch", "w@GRAD", "-o", tmp_path / "out.npz")
@@ -92,7 +93,7 @@ def test_a_py_func_whose_function_is_not_registered_is_refused_in_one_line(files
 
 def test_a_function_returning_too_few_values_is_named(files, registered):
     """A Python function returning one value for the two vars of Out is an error naming the op and the function."""
-    register_py_func(2, lambda a, b: a * b)
+    register_py_func(2, lambda a, b, c: a * b * c)
     run = gradc_cli("run", files / "py_func_paddle.pb", "--feed", files / "feed.npz", "--fetch", "x@GRAD")
     assert run.returncode == 1 and run.stderr.count("\n") == 1
     assert "op 2 (py_func)" in run.stderr and "Python function 2 returned 1 value(s) for the 2 var(s)" in run.stderr

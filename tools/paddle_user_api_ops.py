@@ -3,7 +3,8 @@ on CPU that gradc did not know: py_func (paddle.static.py_func, with a backward 
 inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/paddle/user_api_ops/:
 
     py_func.pb.gz, py_func_paddle.pb.gz   the float64 forward, and Paddle's program after its append_backward
-    py_func.npz                           feeds (x, w) and Paddle's loss and gradients (x@GRAD, w@GRAD)
+    py_func.npz                           feeds (x, w; c, which gets no gradient) and Paddle's loss and gradients
+                                          (x@GRAD, w@GRAD)
     vision_read.pb.gz                     read_file -> decode_jpeg -> cast -> a linear layer -> mean (Paddle's CPU
                                           kernel of decode_jpeg refuses to run: "only supports GPU")
     <save|save_combine|load|load_combine>.pb.gz   the programs paddle.static.io.save_vars and load_vars build and run
@@ -42,13 +43,13 @@ def tanh_backward(y, dy):   # h is skipped (backward_skip_vars): Paddle leaves i
     return np.asarray(dy) * (1 - y * y)
 
 
-def product_forward(a, b):
-    return np.asarray(a) * np.asarray(b), np.asarray(a) + np.asarray(b)
+def product_forward(a, b, c):
+    return np.asarray(a) * np.asarray(b) * np.asarray(c), np.asarray(a) + np.asarray(b)
 
 
-def product_backward(a, b, prod, total, dprod, dtotal):
-    a, b, dprod, dtotal = (np.asarray(v) for v in (a, b, dprod, dtotal))
-    return dprod * b + dtotal, dprod * a + dtotal
+def product_backward(a, b, c, prod, total, dprod, dtotal):   # c's grad is not wanted: Paddle drops it (@EMPTY@)
+    a, b, c, dprod, dtotal = (np.asarray(v) for v in (a, b, c, dprod, dtotal))
+    return dprod * b * c + dtotal, dprod * a * c + dtotal, dprod * a * b
 
 
 def write_gz(path: Path, data: bytes) -> None:
@@ -56,17 +57,17 @@ def write_gz(path: Path, data: bytes) -> None:
 
 
 def py_func_program(out: Path, exe) -> None:
-    feed = {"x": RNG.normal(size=(3, 4)), "w": RNG.normal(size=(4, 2))}
+    feed = {"x": RNG.normal(size=(3, 4)), "w": RNG.normal(size=(4, 2)), "c": RNG.normal(size=(3, 2))}
     main = paddle.static.Program()
     with paddle.static.program_guard(main, paddle.static.Program()):
-        x, w = (paddle.static.data(name, value.shape, "float64") for name, value in feed.items())
+        x, w, c = (paddle.static.data(name, value.shape, "float64") for name, value in feed.items())
         x.stop_gradient = w.stop_gradient = False
         h = paddle.matmul(x, w)
         block = main.global_block()
         y = block.create_var(name="tanh_out", shape=h.shape, dtype="float64")
         paddle.static.py_func(tanh_forward, h, y, backward_func=tanh_backward, skip_vars_in_backward_input=h)
         prod, total = (block.create_var(name=n, shape=h.shape, dtype="float64") for n in ("prod", "total"))
-        paddle.static.py_func(product_forward, [y, h], [prod, total], backward_func=product_backward)
+        paddle.static.py_func(product_forward, [y, h, c], [prod, total], backward_func=product_backward)
         loss = paddle.mean(paddle.multiply(prod, total))
         forward = main.clone()
         paddle.static.append_backward(loss)
