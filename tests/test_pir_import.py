@@ -275,6 +275,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for path in sorted((PIR_DATA.parent / "double_grad_ops" / "pir").glob("*.json.gz"))]
     files += [gzip.decompress(path.read_bytes())   # the norms' and unary double grads, sin's ... triple grads
               for path in sorted((PIR_DATA.parent / "double_grad_ops" / "higher" / "pir").glob("*.json.gz"))]
+    files += [gzip.decompress(path.read_bytes())   # paddle.vision.ops' read_file and decode_jpeg
+              for path in sorted((PIR_DATA.parent / "user_api_ops" / "pir").glob("*.json.gz"))]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "tensor_parallel").glob("**/*.json")   # collectives
               if path.name != "meta.json"]
     files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast

@@ -23,7 +23,7 @@ PY_FUNCS = {0: np.tanh, 1: lambda y, dy: dy * (1 - y * y), 2: lambda a, b, c: (a
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    out = unpacked(OPS, tmp_path_factory.mktemp("user_api_ops"))
+    out = unpacked(OPS, tmp_path_factory.mktemp("user_api_ops"), folders=("pir",))
     np.savez(out / "feed.npz", x=PADDLE["x"], w=PADDLE["w"], c=PADDLE["c"])
     return out
 
@@ -155,6 +155,21 @@ def test_a_jpeg_read_and_decoded_in_the_program_is_refused_and_the_cut_it_names_
     assert cut.returncode == 0, cut.stderr
     expected = (pixels.astype(np.float32).reshape(1, -1) / np.float32(255))[:, :48] @ w + b
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["linear_0.tmp_1"], expected, rtol=1e-6)
+
+
+def test_paddles_pir_reader_converts_and_is_refused_like_the_legacy_one(files, tmp_path):
+    """pd_op.read_file and pd_op.decode_jpeg (before: ops gradc's PIR table had no row for) become the legacy ops
+    with Paddle's attributes; running the PIR program refuses read_file in the same one line."""
+    program = files / "pir" / "vision_read.json"
+    assert gradc_cli("convert", program, tmp_path / "vision_read.pb").returncode == 0
+    ops = gradc.load(tmp_path / "vision_read.pb").global_block.ops
+    read, decode = (next(op for op in ops if op.type == kind) for kind in ("read_file", "decode_jpeg"))
+    assert read.attrs["filename"] == "photo.jpg" and decode.attrs["mode"] == "rgb"
+    assert decode.input("X") == read.output("Out")
+    np.savez(tmp_path / "x.npz", x=np.ones(2, np.float32))
+    run = gradc_cli("run", program, "--feed", tmp_path / "x.npz")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "(read_file) reads the file 'photo.jpg': gradc runs no op that reads or writes a file" in run.stderr
 
 
 READER = np.load(OPS / "reader.npz")

@@ -17,19 +17,21 @@ inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/pa
 The functions py_func.pb calls live in Paddle's process; tests/test_user_api_ops.py registers the same four with
 gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, product_forward 2, product_backward 3.
 
+    pir/vision_read.json.gz               the same reader in PIR (pd_op.read_file, pd_op.decode_jpeg), by
+                                          save_inference_model with an input x added to the fetched sum
+
     cd tools && FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python paddle_user_api_ops.py \
         ../tests/data/paddle/user_api_ops
 """
 
 import gzip
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle_programs import without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks
 
 RNG = np.random.default_rng(23)
 
@@ -115,6 +117,7 @@ def save_load_programs(out: Path) -> None:
 
 def reader_programs(out: Path) -> None:
     from paddle.base.reader import DataLoader
+    paddle.seed(23)   # the startup's initial parameters
     main_program, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main_program, startup):
         x, y = paddle.static.data("x", [4, 3], "float32"), paddle.static.data("y", [4, 2], "float32")
@@ -140,6 +143,23 @@ def reader_programs(out: Path) -> None:
              **{f"{name}@after": np.array(scope.find_var(name).get_tensor()) for name in params})
 
 
+def main_pir(out: Path) -> None:
+    paddle.enable_static()
+    main_program = paddle.static.Program()
+    with paddle.static.program_guard(main_program, paddle.static.Program()):
+        x = paddle.static.data("x", [2], "float32")
+        image = paddle.vision.ops.decode_jpeg(paddle.vision.ops.read_file("photo.jpg"), mode="rgb")
+        total = paddle.sum(paddle.cast(image, "float32")) + paddle.sum(x)
+    (out / "pir").mkdir(exist_ok=True)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    paddle.static.save_inference_model(str(out / "pir" / "vision_read"), [x], [total], exe, program=main_program)
+    (out / "pir" / "vision_read.pdiparams").unlink(missing_ok=True)
+    program = out / "pir" / "vision_read.json"
+    write_gz(program.with_name(program.name + ".gz"), program.read_bytes())
+    program.unlink()
+    print("vision_read (PIR)", [op.name() for op in main_program.global_block().ops])
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
@@ -148,7 +168,8 @@ def main(out: Path) -> None:
     vision_read_program(out)
     save_load_programs(out)
     reader_programs(out)
+    pir_half(__file__, out)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)

@@ -15,6 +15,7 @@ from . import (
     detection_rows,
     detection_v1_rows,
     extra_math_rows,
+    file_io_rows,
     flash_attention_rows,
     fp8_rows,
     fused_bn_act_rows,
@@ -120,7 +121,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
                + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + cudnn_fusion_rows.ROWS
-               + index_elementwise_rows.ROWS + higher_order_rows.ROWS
+               + index_elementwise_rows.ROWS + higher_order_rows.ROWS + file_io_rows.ROWS
                + onednn_rows.ROWS + onednn_int8_rows.ROWS + SPECIAL)
 TABLE.update(_table(onednn_rows.mirrored(TABLE)))
 TABLE.update(_table(onednn_int8_rows.inplace(TABLE)))
