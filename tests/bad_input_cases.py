@@ -1326,6 +1326,8 @@ COMPILE_TIME = {
     "decode_jpeg mode": ("decode_jpeg", {"X": zeros(16, dtype=np.uint8)}, {"mode": "bgr"},
                          "mode 'bgr' is not one of unchanged, gray, rgb"),
     "decode_jpeg bytes": ("decode_jpeg", {"X": X23}, {}, "X must hold a file's bytes (1-D uint8)"),
+    # io
+    "data dtype": ("data", {}, {"name": "out_out0", "shape": [2, 3], "dtype": 99}, "dtype 99 is not a tensor dtype"),
 }
 
 RUN_TIME = {

@@ -4,7 +4,8 @@ Python functions registered under the program's ids, and whose backward it compi
 decode_jpeg (paddle.vision.ops), and the save / load / save_combine / load_combine programs paddle.static.io's
 save_vars and load_vars run, which gradc refuses to run in one line naming the file (it runs no op that touches a file
 a program names; Paddle's CPU kernel of decode_jpeg refuses too), and compiles around; the reader ops of a
-DataLoader.from_generator(iterable=False) program, whose batch gradc takes from the feed."""
+DataLoader.from_generator(iterable=False) program, whose batch gradc takes from the feed; and data, which
+paddle.static.data writes in legacy mode under FLAGS_enable_pir_in_executor=1, standing for its fed var."""
 
 import numpy as np
 import pytest
@@ -198,3 +199,54 @@ def test_a_reader_batch_not_fed_is_named_in_one_line(files, tmp_path):
                     tmp_path / "x_only.npz", "--fetch", "mean_0.tmp_0")
     assert run.returncode == 1 and run.stderr.count("\n") == 1
     assert "block 0, op 2 (read)" in run.stderr and "lacks y: feed x, y" in run.stderr
+
+
+DATA_OP = np.load(OPS / "data.npz")
+DATA_GRADS = ("linear_0.w_0@GRAD", "linear_0.b_0@GRAD", "linear_1.w_0@GRAD", "linear_1.b_0@GRAD")
+
+
+def _data_op_params(tmp_path):
+    np.savez(tmp_path / "params.npz", **{grad.removesuffix("@GRAD"): DATA_OP[grad.removesuffix("@GRAD")]
+                                         for grad in DATA_GRADS})
+    return tmp_path / "params.npz"
+
+
+def _data_op_run(tmp_path, program) -> dict:
+    np.savez(tmp_path / "x.npz", x=DATA_OP["x"])
+    fetches = [arg for grad in DATA_GRADS for arg in ("--fetch", grad)]
+    run = gradc_cli("run", program, "--feed", tmp_path / "x.npz", "--params", _data_op_params(tmp_path), "--fetch",
+                    "mean_0.tmp_0=loss", *fetches, "-o", tmp_path / "out.npz")
+    assert run.returncode == 0, run.stderr
+    return np.load(tmp_path / "out.npz")
+
+
+@pytest.mark.parametrize("whose", ["paddle", "gradc"])
+def test_a_program_with_paddles_data_op_trains_to_paddles_gradients(files, tmp_path, whose):
+    """Before, its data op was unknown and every run refused. Paddle's program (after its append_backward) run by
+    gradc, and gradc's compilation of the forward, give the loss and parameter gradients Paddle's (PIR) executor
+    computed, in float64."""
+    program = files / "data_paddle.pb"
+    if whose == "gradc":
+        program = tmp_path / "train.pb"
+        assert gradc_cli("compile", files / "data.pb", "-o", program).returncode == 0
+    ours = _data_op_run(tmp_path, program)
+    np.testing.assert_allclose(ours["loss"], DATA_OP["loss"], rtol=1e-12)
+    for grad in DATA_GRADS:
+        np.testing.assert_allclose(ours[grad], DATA_OP[grad], rtol=1e-12, atol=1e-14, err_msg=grad)
+
+
+def test_a_data_op_whose_var_is_not_fed_is_named(files, tmp_path):
+    run = gradc_cli("run", files / "data.pb", "--params", _data_op_params(tmp_path), "--fetch", "mean_0.tmp_0")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "block 0, op 0 (data) stands for the program's input 'x', which is not fed" in run.stderr
+
+
+def test_a_program_with_a_data_op_written_as_pir_names_its_input(files, tmp_path):
+    """gradc's PIR export makes the data op PIR's own pd_op.data of the fed var (before: no export for data), and
+    the PIR program gives Paddle's loss."""
+    assert gradc_cli("convert", files / "data.pb", tmp_path / "data.json").returncode == 0
+    np.savez(tmp_path / "x.npz", x=DATA_OP["x"])
+    run = gradc_cli("run", tmp_path / "data.json", "--feed", tmp_path / "x.npz", "--params", _data_op_params(tmp_path),
+                    "--fetch", "reduce_mean_0.tmp_0=loss", "-o", tmp_path / "out.npz")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["loss"], DATA_OP["loss"], rtol=1e-12)

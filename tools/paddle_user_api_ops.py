@@ -17,6 +17,10 @@ inputs), read_file and decode_jpeg (paddle.vision.ops). Written to tests/data/pa
 The functions py_func.pb calls live in Paddle's process; tests/test_user_api_ops.py registers the same four with
 gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, product_forward 2, product_backward 3.
 
+    data.pb.gz, data_paddle.pb.gz         a float64 two-layer net built with FLAGS_enable_pir_in_executor=1, which makes
+                                          paddle.static.data write a data op (out: the fed var) in legacy mode, and
+                                          Paddle's program after its append_backward; data.npz: x, the parameters,
+                                          Paddle's loss and parameter gradients (its PIR executor's)
     pir/vision_read.json.gz               the same reader in PIR (pd_op.read_file, pd_op.decode_jpeg), by
                                           save_inference_model with an input x added to the fetched sum
 
@@ -26,6 +30,8 @@ gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, pro
 
 import gzip
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -143,6 +149,33 @@ def reader_programs(out: Path) -> None:
              **{f"{name}@after": np.array(scope.find_var(name).get_tensor()) for name in params})
 
 
+def data_op_programs(out: Path) -> None:
+    """In a second interpreter: FLAGS_enable_pir_in_executor is read when the executor starts."""
+    import paddle_legacy_shim
+    paddle_legacy_shim.install()
+    paddle.enable_static()
+    paddle.set_default_dtype("float64")
+    paddle.seed(23)
+    main_program, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main_program, startup):
+        x = paddle.static.data("x", [4, 3], "float64")
+        hidden = paddle.nn.functional.relu(paddle.nn.Linear(3, 5)(x))
+        loss = paddle.mean(paddle.square(paddle.nn.Linear(5, 2)(hidden)))
+        forward = main_program.clone()
+        grads = paddle.static.append_backward(loss)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    feed = {"x": RNG.normal(size=(4, 3))}
+    scope = paddle.static.global_scope()
+    params = {param.name: np.array(scope.find_var(param.name).get_tensor()) for param, _ in grads}
+    values = exe.run(main_program, feed=feed, fetch_list=[loss, *(grad for _, grad in grads)])
+    print("data", [op.type for op in main_program.global_block().ops])
+    write_gz(out / "data.pb.gz", without_callstacks(forward))
+    write_gz(out / "data_paddle.pb.gz", without_callstacks(main_program))
+    np.savez(out / "data.npz", **feed, **params, loss=values[0],
+             **{grad.name: value for (_, grad), value in zip(grads, values[1:])})
+
+
 def main_pir(out: Path) -> None:
     paddle.enable_static()
     main_program = paddle.static.Program()
@@ -169,7 +202,12 @@ def main(out: Path) -> None:
     save_load_programs(out)
     reader_programs(out)
     pir_half(__file__, out)
+    subprocess.run([sys.executable, __file__, str(out), "--data-op"], check=True,
+                   env={**os.environ, "FLAGS_enable_pir_in_executor": "1"})
 
 
 if __name__ == "__main__":
-    script_main(main, main_pir)
+    if sys.argv[2:] == ["--data-op"]:
+        data_op_programs(Path(sys.argv[1]))
+    else:
+        script_main(main, main_pir)

@@ -162,7 +162,7 @@ FAMILIES = {
         "bicubic_interp_v2", "bicubic_interp_v2_grad", "trilinear_interp_v2", "trilinear_interp_v2_grad",
         "nearest_interp_v2", "nearest_interp_v2_grad"),
     "interp_antialias": ("interp_antialias", "interp_antialias_grad"),
-    "io": ("feed", "fetch"),
+    "io": ("feed", "fetch", "data"),
     "legacy_nn": ("bilinear_interp", "bilinear_interp_grad", "nearest_interp", "nearest_interp_grad", "fc",
         "hinge_loss", "hinge_loss_grad", "l1_norm", "l1_norm_grad"),
     "legacy_nn_double": ("bilinear_interp_grad", "nearest_interp_grad", "hinge_loss_grad", "l1_norm_grad"),

@@ -79,7 +79,14 @@ def feed(op: OpDesc, exporter) -> None:
         exporter.current[name] = exporter.data(name)
 
 
-SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
+def data(op: OpDesc, exporter) -> None:
+    """A legacy data op (paddle.static.data under FLAGS_enable_pir_in_executor) names its fed var: PIR's data op."""
+    name = op.output("out")[0]
+    if name not in exporter.current:
+        exporter.current[name] = exporter.data(name)
+
+
+SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed, "data": data,
                    "conditional_block": export_control.conditional_block, "select_input": export_control.select_input,
                    "while": export_control.while_, "conditional_block_grad": export_grads.conditional_block_grad,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,

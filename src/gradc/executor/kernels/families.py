@@ -120,7 +120,7 @@ FAMILIES = {
         "nearest_interp_v2", "linear_interp_v2_grad", "bilinear_interp_v2_grad", "bicubic_interp_v2_grad",
         "trilinear_interp_v2_grad", "nearest_interp_v2_grad"),
     "interp_antialias": ("interp_antialias", "interp_antialias_grad"),
-    "io": ("feed", "fetch"),
+    "io": ("data", "feed", "fetch"),
     "legacy_nn": ("bilinear_interp", "nearest_interp", "bilinear_interp_grad", "nearest_interp_grad", "fc",
         "hinge_loss", "hinge_loss_grad", "l1_norm", "l1_norm_grad"),
     "legacy_shape": ("expand", "expand_grad", "flatten2", "flatten2_grad", "top_k", "top_k_grad", "reshape",

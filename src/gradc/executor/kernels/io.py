@@ -1,8 +1,19 @@
-"""Kernels of feed / fetch: read and write positions of a holder list."""
+"""Kernels of feed / fetch: read and write positions of a holder list; data passes its fed var through."""
 
 from __future__ import annotations
 
+from ...errors import FeedError
+from ..scope import MISSING
 from . import kernel
+
+
+@kernel("data")
+def data(k):
+    name = k.out_names("out")[0]
+    value = k.scope.find(name, MISSING)
+    if value is MISSING:
+        raise FeedError(f"{k.where} stands for the program's input '{name}', which is not fed")
+    return {"out": value}
 
 
 @kernel("feed")
