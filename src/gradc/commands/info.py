@@ -50,13 +50,13 @@ def summary(program: str) -> dict:
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
     fetched = [name for op in _by_col(block, "fetch") for name in op.input("X")]
-    kinds = op_kinds(block)
-    written = {name for op in block.ops for name in op.output_names()}
-    optimized = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
+    ops, kinds = _with_updates(prog)
+    written = {name for op in ops for name in op.output_names()}
+    optimized = {name for op, kind in zip(ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
-            "train --startup)" if startup else _kind(Counter(kinds), loss is not None),
+            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops)),
             "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
@@ -70,10 +70,21 @@ def summary(program: str) -> dict:
             # of a training program: what its optimizer ops write (a style transfer's image alone, its net frozen)
             "trained_parameters": _trained(kinds, params, optimized),
             "other_persistable": len(persistable) - len(params) if params else 0,
-            "other_persistable_kinds": _other_persistable(block, kinds, persistable, written) if params else {},
-            "optimizer": _optimizer(block, kinds, written),
-            "sparse_gradients": _sparse_gradients(block, kinds),
+            "other_persistable_kinds": _other_persistable(ops, kinds, persistable, written) if params else {},
+            "optimizer": _optimizer(ops, kinds, written),
+            "sparse_gradients": _sparse_gradients(block, ops, kinds),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
+
+
+def _with_updates(prog: Program) -> tuple[list, list[str]]:
+    """The main block's ops and kinds, and those of conditional blocks of updates (Paddle's gradient merge's)."""
+    block = prog.global_block
+    ops, kinds = list(block.ops), op_kinds(block)
+    for op in block.ops:
+        sub = prog.blocks[op.attrs["sub_block"]] if op.type == "conditional_block" else None
+        if sub is not None and OPTIMIZER in (sub_kinds := op_kinds(sub)):
+            ops, kinds = ops + list(sub.ops), kinds + sub_kinds
+    return ops, kinds
 
 
 def _trained(kinds: list[str], params: list, optimized: set[str]) -> list[str] | None:
@@ -83,17 +94,17 @@ def _trained(kinds: list[str], params: list, optimized: set[str]) -> list[str] |
     return sorted(var.name for var in params if var.name in optimized)
 
 
-def _optimizer(block: Block, kinds: list[str], written: set[str]) -> dict | None:
+def _optimizer(ops: list, kinds: list[str], written: set[str]) -> dict | None:
     """A training program's update ops by type, the parameters an AdamW leaves undecayed (Paddle's
     apply_decay_param_fun writes with_decay False), a global-norm clip's norm, and whether ops write the rate."""
-    updates = [op for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
+    updates = [op for op, kind in zip(ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
     if not updates:
         return None
-    constants = {op.output("Out")[0]: op.attrs.get("value") for op in block.ops if op.type == "fill_constant"}
+    constants = {op.output("Out")[0]: op.attrs.get("value") for op in ops if op.type == "fill_constant"}
     # ClipGradByGlobalNorm: max(clip_norm, sqrt(sum of squared_l2_norm)), the norm a fill_constant (X or, in PIR, Y)
-    clips = [constants[name] for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER and op.type == "elementwise_max"
+    clips = [constants[name] for op, kind in zip(ops, kinds) if kind == OPTIMIZER and op.type == "elementwise_max"
              for name in op.input_names() if name in constants] if any(
-        op.type == "squared_l2_norm" for op in block.ops) else []
+        op.type == "squared_l2_norm" for op in ops) else []
     rates = sorted({name for op in updates for name in op.inputs.get("LearningRate", [])})
     return {"updates": dict(Counter(op.type for op in updates)),
             "decay_off": sorted(op.input("Param")[0] for op in updates if op.attrs.get("with_decay") is False),
@@ -106,13 +117,13 @@ def _optimizer(block: Block, kinds: list[str], written: set[str]) -> dict | None
 SPARSE_TABLES = {grad.removesuffix("_grad"): slot.removesuffix("@GRAD") for grad, slot in SPARSE_TABLE_GRADS.items()}
 
 
-def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
+def _sparse_gradients(block: Block, ops: list, kinds: list[str]) -> dict[str, str]:
     """Each parameter whose gradient is a SelectedRows (Embedding(sparse=True), nce or hsigmoid with is_sparse),
     with how it is updated: its optimizer op, and lazy_mode where that op has it on (the rows a batch touches only);
     of a forward program, the op whose is_sparse asks for it (a training program's gradient may be dense all the
     same: gradc's PIR writes are)."""
     updated, asked = {}, {}
-    for op, kind in zip(block.ops, kinds):
+    for op, kind in zip(ops, kinds):
         if kind == OPTIMIZER and op.inputs.get("Grad"):
             grad = block.find_var(op.inputs["Grad"][0])
             if grad is not None and grad.type == VarType.SELECTED_ROWS:
@@ -122,10 +133,10 @@ def _sparse_gradients(block: Block, kinds: list[str]) -> dict[str, str]:
     return dict(sorted((updated if OPTIMIZER in kinds else asked).items()))
 
 
-def _other_persistable(block: Block, kinds: list[str], persistable: list, written: set[str]) -> dict[str, int]:
+def _other_persistable(ops: list, kinds: list[str], persistable: list, written: set[str]) -> dict[str, int]:
     """How many persistable vars that are no parameter the program keeps as an optimizer's state, writes (running
     statistics, counters), or only reads: a frozen weight (stop_gradient, Paddle's trainable=False)."""
-    updating = {name for op, kind in zip(block.ops, kinds) if kind == OPTIMIZER
+    updating = {name for op, kind in zip(ops, kinds) if kind == OPTIMIZER
                 for name in (*op.input_names(), *op.output_names())}
     counts = Counter("optimizer state" if var.name in updating else "written: statistics, counters"
                      if var.name in written else "read only: frozen weights" for var in persistable
@@ -208,9 +219,11 @@ def _equal_draws(block: Block) -> list[dict]:
     return [group for group in groups.values() if len(group["vars"]) > 1]
 
 
-def _kind(kinds: Counter, has_loss: bool) -> str:
+def _kind(kinds: Counter, has_loss: bool, merged: bool = False) -> str:
     if kinds[OPTIMIZER]:
-        return f"training program ({kinds[BACKWARD]} backward, {kinds[OPTIMIZER]} optimizer ops)"
+        # Paddle's gradient merge: the updates run in a conditional block, once every k_steps runs
+        where = ", in a conditional block: an update every k_steps runs" if merged else ""
+        return f"training program ({kinds[BACKWARD]} backward, {kinds[OPTIMIZER]} optimizer ops{where})"
     if kinds[BACKWARD]:
         return f"program with a backward ({kinds[BACKWARD]} backward ops, no optimizer)"
     if kinds[FEED_FETCH] and has_loss:   # a Paddle 3 program saved with its loss as the fetch target

@@ -1,10 +1,10 @@
-"""Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each
-batch weighted by its size), top-k accuracy where the program's scores and the data's labels allow it, and the mean
-of any other fetched scalar (an auc op's AUC over every batch: the set's, counted from zero; a chunk_eval op's
-precision, recall and F1 from its chunk counts summed over every batch; a PSNR of a batch's MSE: from the set's
-MSE), and, asked, the set's mIoU or a two-tower model's recall@k (retrieval.py). The forward part runs
-in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are
-this, so their numbers agree.
+"""Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each batch
+weighted by its size; a mean over the labels counted, the set's sum over their count), top-k accuracy where the
+program's scores and the data's labels allow it, and the mean of any other fetched scalar (an auc op's AUC over
+every batch: the set's, counted from zero; a chunk_eval op's precision, recall and F1 from its chunk counts summed
+over every batch; a PSNR of a batch's MSE: from the set's MSE), and, asked, the set's mIoU or a two-tower model's
+recall@k (retrieval.py). The forward part runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the
+trainer's evaluation after each epoch (``--eval``) are this, so their numbers agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
@@ -26,6 +26,7 @@ from ..errors import GradcError
 from ..executor import Executor, Scope, randomness
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
+from . import set_metrics
 from .accuracy import ScoreTally, checked_mask, class_axis, counted_positions, scored_rows
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
 from .history import default_fetch, scalar
@@ -263,6 +264,9 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
+    counted = set_metrics.per_count(evaluation.program, evaluation.scalars)
+    parts = dict.fromkeys(part for pair in counted.values() for part in pair if part not in averaged)
+    averaged += list(parts)   # summed as the other scalars, for the set's ratios
     towers = list(evaluation.recall or ())
     fetches = averaged + list(chunks) + towers + ([evaluation.scores] if evaluation.scores else [])
     retrieval = RecallTally(evaluation.recall_at)
@@ -276,7 +280,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             with naming(data, f"evaluation batch {index + 1}"):
                 values = executor.run(evaluation.program, feed, fetches, scope)
             for name, value in zip(averaged, values):
-                totals[name] += scalar(name, value) * size
+                totals[name] += scalar(name, value) * (1 if name in parts else size)   # a ratio's parts: sums
                 last[name] = scalar(name, value)
             for name, value in zip(chunks, values[len(averaged):]):
                 chunks[name] += int(np.sum(value))
@@ -288,6 +292,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             count += size
     means = {name: total / count for name, total in totals.items()}
     means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
+    means.update({name: means[top] / means[bottom] for name, (top, bottom) in counted.items() if means[bottom]})
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'

@@ -1,7 +1,8 @@
 """Metrics over a whole data set, not means over its batches: chunk_eval's precision, recall and F1, as Paddle's
 ChunkEvaluator accumulates them, from the chunk counts summed over every batch (a mean of the batches' F1s weighs a
-batch of few chunks as one of many); the auc ops' counts, from zero for each evaluation; and a scalar computed from a
-batch's mean (a PSNR of its MSE), from the set's mean."""
+batch of few chunks as one of many); the auc ops' counts, from zero for each evaluation; a scalar computed from a
+batch's mean (a PSNR of its MSE), from the set's mean; and a ratio to a count of the data (F.cross_entropy's mean over
+the tokens not ignore_index, a language model's perplexity), as the set's sum over the set's count."""
 
 from __future__ import annotations
 
@@ -42,6 +43,48 @@ def set_ratios(ratios: dict[str, tuple[str, tuple[str, ...]]], totals: dict[str,
         f1 = 2 * precision * recall / (precision + recall) if correct else 0.0
         results[name] = dict(zip(RATIOS, (precision, recall, f1)))[slot]
     return results
+
+
+def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each of ``scalars`` an elementwise_div of two scalars writes whose divisor is computed from the fed data alone
+    (the count of the labels not ignore_index), with its dividend and that count: a batch of many padded tokens
+    weighs less in the set's mean than its examples say."""
+    block = program.global_block
+    writers = {name: op for op in block.ops for name in op.output_names()}
+    known: dict[str, bool] = {}
+
+    def from_data(name: str) -> bool:
+        if name not in known:
+            op, var = writers.get(name), block.find_var(name)
+            known[name] = (all(from_data(arg) for arg in op.input_names()) if op is not None
+                           else var is not None and not var.persistable)
+        return known[name]
+
+    def is_scalar(name: str) -> bool:
+        var = block.find_var(name)
+        return var is not None and var.shape is not None and numel(var.shape) == 1
+
+    found = {}
+    for name in scalars:
+        op = writers.get(name)
+        if op is None or op.type != "elementwise_div" or not all(map(is_scalar, op.input_names())):
+            continue
+        (dividend,), (count,) = op.input("X"), op.input("Y")
+        if from_data(count) and not from_data(dividend):
+            found[name] = (dividend, _unguarded(writers, count))
+    return found
+
+
+def _unguarded(writers: dict, count: str) -> str:
+    """The count without F.cross_entropy's guard against an all-ignored batch (count + (count == 0)), which would
+    add 1 to the set's count for each such batch."""
+    op = writers.get(count)
+    if op is None or op.type != "elementwise_add":
+        return count
+    (left,), (right,) = op.input("X"), op.input("Y")
+    cast = writers.get(right)
+    test = writers.get(cast.input("X")[0]) if cast is not None and cast.type == "cast" else None
+    return left if test is not None and test.type == "equal" and test.input("X") == [left] else count
 
 
 def auc_counts(program: Program) -> tuple[list[str], set[str]]:
