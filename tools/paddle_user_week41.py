@@ -154,7 +154,8 @@ def pretrain(out: Path, exe, data: dict, test: dict) -> dict:
                                      fetch_list=[mean_nll])[0]) for i in range(0, TEST, 4)]
     np.savez_compressed(folder / "data.npz", **data)
     np.savez_compressed(out / "test.npz", **test)
-    np.savez_compressed(out / "eval.npz", nll=test_nll, count=test_count, mean=test_mean, batch_means=np.array(batch_means))
+    np.savez_compressed(out / "eval.npz", nll=test_nll, count=test_count, mean=test_mean,
+                        batch_means=np.array(batch_means))
     for name, program in [("forward", forward), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{name}.pb", without_callstacks(program))
     write_gz(out / "eval.pb", without_callstacks(evaluation))

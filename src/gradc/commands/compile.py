@@ -15,6 +15,7 @@ from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
+from ..optimizers.gradient_merge import merge_gradients
 from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..pairing import initialiser_program
@@ -85,7 +86,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     if as_json and is_stdout(output):
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
     param_lrs, param_bounds = optimizer_settings.pop("param_lrs"), optimizer_settings.pop("param_bounds")
-    for given, option in ((param_lrs, "--param-lr"), (param_bounds, "--clip-param")):
+    k_steps = optimizer_settings.pop("k_steps")
+    for given, option in ((param_lrs, "--param-lr"), (param_bounds, "--clip-param"), (k_steps, "--gradient-merge")):
         if given and optimizer_settings["optimizer"] is None:
             raise GradcError(f"{option}: only with --optimizer")
     amp = amp_options(optimizer_settings)
@@ -96,6 +98,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             raise click.UsageError("--amp: needs --optimizer (paddle.static.amp.decorate wraps an optimizer)")
         if len(losses) > 1:
             raise click.UsageError("--amp: one --loss (decorate scales one loss)")
+        if k_steps:   # the loss scaling's skip of an overflowing step would have to span the K runs
+            raise click.UsageError("--amp with --gradient-merge: not supported; give one of them")
     if optimizer is not None and "optimizer" in extra_passes:
         raise GradcError("give --optimizer or --pass optimizer, not both")
     updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
@@ -144,6 +148,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             undecayed = (f"no weight decay on {len(excluded)} of {len(results['backward'])} parameters (--no-decay): "
                          f"{listed}")
         append_param_clips(prog, parse_bounds(param_bounds, [param for param, _ in results["backward"]]))
+        if k_steps:
+            merge_gradients(prog, results["optimizer"], results["backward"], k_steps)
         inputs = input_gradients(prog, inputs)   # before anything is written
         problems = [] if no_verify else verify(prog, output)
         if problems:   # gradc's own output: a bug, reported before anything is written

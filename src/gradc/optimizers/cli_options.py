@@ -65,6 +65,10 @@ OPTIONS = [
                  help="After every update, clip the parameters whose names match into [MIN, MAX], with ops of the "
                       "program (an optimised image kept in [0, 1]: 'image=0,1', as paddle.clip after each step). "
                       "Repeatable."),
+    click.option("--gradient-merge", "k_steps", type=click.IntRange(min=2), metavar="K",
+                 help="Gradient accumulation over micro-batches, as Paddle's GradientMergeOptimizer(k_steps=K, "
+                      "avg=True): each run adds its gradients up, every K-th run updates with their mean (a batch "
+                      "of K times --batch-size). Not --accumulate, which sums a gradient's parts within a run."),
     click.option("--l1", type=float, help="L1Decay(coeff) weight decay on every parameter."),
     click.option("--l2", type=float, help="L2Decay(coeff) weight decay on every parameter."),
     click.option("--no-decay", multiple=True, metavar="GLOB",
