@@ -9,6 +9,7 @@ from functools import partial
 import click
 
 from ..backward.names import GradNames
+from ..backward.smoothed_count import warn_smoothed_count
 from ..backward.ungraded import warn_masks, warn_ungraded
 from ..cli_amp import amp_option_decorators, amp_options
 from ..cli_memory import memory_options, memory_passes
@@ -166,6 +167,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         elif not params:
             warn_ungraded(prog.global_block, [param for param, _ in pairs], backward.losses_used, no_grad)
             warn_masks(prog.global_block, [param for param, _ in pairs])
+        warn_smoothed_count(prog.global_block, backward.losses_used)
     pass_results = {name: results[name] for name in [p.name for p in memory] + list(extra_passes)
                     if results[name] is not None and name != "optimizer"}
     optimizer_name = (optimizer_settings["optimizer"] or "sgd") if updates else None
