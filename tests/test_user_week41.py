@@ -25,7 +25,7 @@ ADAMW = ("--optimizer", "adamw", "--weight-decay", 0.1, "--no-decay", "*.b_*", "
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("week41")
-    unpacked(WEEK, out, ("gpt", "gm", "cls"))
+    unpacked(WEEK, out, ("gpt", "gm", "cls", "amp"))
     np.savez(out / "prompts.npz", tokens=np.load(out / "generation.npz")["prompts"])
     return out
 
@@ -229,6 +229,22 @@ def test_finetuning_a_classifier_on_the_frozen_embedding(files):
         _same_weights(files / "cls_trained.npz", cls / "trained.npz")
         np.testing.assert_array_equal(np.load(files / "cls_trained.npz")["embedding_0.w_0"],
                                       np.load(files / "gpt" / "trained.npz")["embedding_0.w_0"])
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_paddles_cuda_amp_programs_train_as_gradcs_amp(files, level):
+    """Paddle's decorate(AdamW, level, float16) program as a CUDA build writes it (91 casts at O1, 46 and float32
+    master weights at O2), from its startup, and gradc compile --amp of the forward with the same options: the same
+    24 losses, bit for bit; Paddle's CPU build cannot run the float16 kernels (no fault)."""
+    gpt, amp = files / "gpt", files / "amp"
+    out = files / f"gradc_{level}.pb"
+    assert gradc_cli("compile", gpt / "forward.pb", "-o", out, *ADAMW, "--clip-global-norm", 1, "--lr-schedule",
+                     SCHEDULE, "--amp", level.lower()).returncode == 0
+    common = ("--seed", 41, "--paddle-stream", "--lr-schedule", SCHEDULE)
+    paddle = _train(amp / f"{level}.pb", gpt / "data.npz", "--startup", amp / f"{level}_startup.pb", *common)
+    ours = _train(out, gpt / "data.npz", "--startup", gpt / "startup.pb", "--startup", out.with_suffix(".startup.pb"),
+                  *common)
+    assert _losses(paddle) == _losses(ours)
 
 
 @pytest.mark.parametrize("level, dtype, rtol", [("o1", "float16", 1e-3), ("o1", "bfloat16", 3e-3),

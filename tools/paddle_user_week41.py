@@ -18,6 +18,8 @@ embedding's weight: tied), trained on sequences of a noisy counting language, ri
 - cls/: fine-tuning: the pretrained trunk (token embedding frozen, trainable=False) with a linear head on the last
   non-pad token's feature (gather_nd), Adam(3e-3), 6 steps: forward.pb, train.pb, startup.pb, init.npz (the head),
   data.npz, trained.npz.
+- amp/: the pretraining program under paddle.static.amp.decorate at O1 and O2 (float16, dynamic loss scaling) as a
+  CUDA build writes it (O1.pb, O1_startup.pb, O2.pb, O2_startup.pb).
 The PIR half (tools/paddle_user_week41_pir.py): gpt.json / gpt.pdiparams, the trained GPT by paddle.jit.save
 (dygraph, PIR) and the Predictor's logits on the prompts (predictor.npz).
 
@@ -266,6 +268,27 @@ def finetune(out: Path, exe, trained: dict) -> dict:
     return {"losses": losses, "params": names, "frozen": names[0]}
 
 
+def amp_programs(out: Path) -> None:
+    """amp/<level>.pb, <level>_startup.pb: the pretraining program under paddle.static.amp.decorate(AdamW, level,
+    float16, dynamic loss scaling) as a CUDA build writes it (tools/paddle_gpu_amp_static.py's CudaBuild; a CPU
+    build casts nothing, and cannot run the float16 kernels)."""
+    from paddle.static import amp
+    from paddle_gpu_amp_static import CudaBuild
+    folder = out / "amp"
+    folder.mkdir(exist_ok=True)
+    for level in ("O1", "O2"):
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+            tokens = paddle.static.data("tokens", [-1, -1], "int64")
+            labels = paddle.static.data("labels", [-1, -1], "int64")
+            _, logits = GPT()(tokens)
+            loss = F.cross_entropy(logits, labels, ignore_index=PAD, label_smoothing=0.1)
+            with CudaBuild():
+                amp.decorate(adamw(schedule()), level=level, dtype="float16").minimize(loss)
+        write_gz(folder / f"{level}.pb", without_callstacks(main))
+        write_gz(folder / f"{level}_startup.pb", without_callstacks(startup))
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
@@ -279,6 +302,7 @@ def main(out: Path) -> None:
     meta["step"] = generation(out, exe, {n: trained[n] for n in meta["gpt"]["params"]})
     meta["cls"] = finetune(out, exe, {n: trained[n] for n in meta["gpt"]["params"]})
     meta["schedule"] = SCHEDULE
+    amp_programs(out)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     pir_half(__file__, out)
 
