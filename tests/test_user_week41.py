@@ -129,7 +129,7 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
     gradient's parts within a run): now --gradient-merge 2 writes Paddle's GradientMergeOptimizer structure: Paddle's
     12 losses (2.1e-7) and weights; Paddle runs the program to the same losses (by hand). With global-norm clipping
     and the warmup + cosine as ops, 24 runs of 2 are 12 steps of 4 (this loss divides by every label, so the mean of
-    two micro-batches' is the batch's): 1.1e-7."""
+    two micro-batches' is the batch's): 1.1e-7; a run stopped mid-accumulation resumes to the same losses."""
     gm = files / "gm"
     merged = files / "merged.pb"
     assert gradc_cli("compile", gm / "forward.pb", "-o", merged, *ADAMW, "--lr", 1e-3, "--gradient-merge",
@@ -149,6 +149,13 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
                                       files / f"{name}.npz", batch=batch))
     np.testing.assert_allclose(np.reshape(losses["micro"], (-1, 2)).mean(1), losses["whole"], rtol=1e-6)
     _same_weights(files / "micro.npz", files / "whole.npz")
+    # stopped after 7 runs, mid-accumulation, and resumed: the merged gradients and counters carry on
+    micro, checkpoints = files / "micro.pb", files / "merge_checkpoints"
+    common = ("--checkpoint-dir", checkpoints, "--steps")
+    first = _train(micro, files / "gpt" / "data.npz", "--startup", micro.with_suffix(".startup.pb"), "--params",
+                   files / "gpt" / "init.npz", *common, 7, "--checkpoint-every", 7, batch=2)
+    rest = _train(micro, files / "gpt" / "data.npz", "--resume", checkpoints, *common, 24, batch=2)
+    assert _losses(first) + _losses(rest) == losses["micro"]
     refused = gradc_cli("compile", gm / "forward.pb", "-o", files / "x.pb", "--gradient-merge", 2)
     assert refused.returncode == 1 and "--gradient-merge: only with --optimizer" in refused.stderr
 
