@@ -91,7 +91,8 @@ def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
     """The test program's loss is F.cross_entropy's mean over the tokens not padding. gradc evaluate averaged the
     batches' means weighted by their examples, so the perplexity depended on --batch-size (3.18986 whole, 3.19628 in
     batches of 4, 3.19111 of 5, the batches holding 31, 25 and 19 tokens); now the loss is the set's summed
-    negative log-likelihood over its token count at every batch size: Paddle's 247.08 / 75 (perplexity 24.28)."""
+    negative log-likelihood over its token count at every batch size: Paddle's 247.08 / 75 (perplexity 24.28); so for
+    the PIR export given the loss by --add-loss cross-entropy --ignore-index 0 (3.19111 in batches of 5 before)."""
     paddle = np.load(files / "eval.npz")
     assert len(set(np.round(paddle["batch_means"], 4))) == 3   # batches of 4 differ: their mean is not the set's
     for batch in (12, 5, 4, 1):
@@ -101,6 +102,14 @@ def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
         loss = json.loads(run.stdout)["loss"]
         np.testing.assert_allclose(loss, paddle["nll"] / paddle["count"], rtol=1e-6, err_msg=batch)
         np.testing.assert_allclose(np.exp(loss), META["gpt"]["perplexity"], rtol=1e-5)
+    # the PIR export given F.cross_entropy's loss by --add-loss (its labels [B, S, 1]): the same at batches of 5
+    assert gradc_cli("compile", files / "gpt.json", "-o", files / "lm.pb", "--add-loss", "cross-entropy",
+                     "--ignore-index", 0, "--label", "labels").returncode == 0
+    test = np.load(files / "test.npz")
+    np.savez(files / "test_axis.npz", tokens=test["tokens"], labels=test["labels"][..., None])
+    run = gradc_cli("evaluate", files / "lm.pb", "--data", files / "test_axis.npz", "--params", files / "gpt.pdiparams",
+                    "--batch-size", 5, "--json")
+    np.testing.assert_allclose(json.loads(run.stdout)["loss"], paddle["nll"] / paddle["count"], rtol=1e-6)
 
 
 def test_info_of_a_gradient_merge_program_names_its_optimizer(files):
