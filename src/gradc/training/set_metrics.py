@@ -51,14 +51,13 @@ def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, 
     weighs less in the set's mean than its examples say."""
     block = program.global_block
     writers = {name: op for op in block.ops for name in op.output_names()}
-    known: dict[str, bool] = {}
-
-    def from_data(name: str) -> bool:
-        if name not in known:
-            op, var = writers.get(name), block.find_var(name)
-            known[name] = (all(from_data(arg) for arg in op.input_names()) if op is not None
-                           else var is not None and not var.persistable)
-        return known[name]
+    from_data, written = set(), set()   # in op order: an op writing a var it reads (in place) reads the earlier value
+    for op in block.ops:
+        fed = all(name in from_data if name in written else not getattr(block.find_var(name), "persistable", True)
+                  for name in op.input_names())
+        for name in op.output_names():
+            (from_data.add if fed else from_data.discard)(name)
+            written.add(name)
 
     def is_scalar(name: str) -> bool:
         var = block.find_var(name)
@@ -70,7 +69,7 @@ def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, 
         if op is None or op.type != "elementwise_div" or not all(map(is_scalar, op.input_names())):
             continue
         (dividend,), (count,) = op.input("X"), op.input("Y")
-        if from_data(count) and not from_data(dividend):
+        if count in from_data and dividend not in from_data:
             found[name] = (dividend, _unguarded(writers, count))
     return found
 
