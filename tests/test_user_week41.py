@@ -13,6 +13,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
+from gradc.training import set_metrics
 
 WEEK = DATA / "user_week41"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -102,6 +103,15 @@ def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
         loss = json.loads(run.stdout)["loss"]
         np.testing.assert_allclose(loss, paddle["nll"] / paddle["count"], rtol=1e-6, err_msg=batch)
         np.testing.assert_allclose(np.exp(loss), META["gpt"]["perplexity"], rtol=1e-5)
+    # the training program's loss (a mean over every class of every token, above) alike at any batch size
+    smoothed = [json.loads(gradc_cli("evaluate", files / "gpt" / "forward.pb", "--data", files / "test.npz", "--params",
+                                     files / "gpt" / "trained.npz", "--batch-size", batch, "--json").stdout)["loss"]
+                for batch in (5, 12)]
+    np.testing.assert_allclose(smoothed[0], smoothed[1], rtol=1e-6)
+    # the whole training program: the loss's sum over its count, F.cross_entropy's all-pad guard left out
+    loss = META["gpt"]["loss"]
+    assert set_metrics.per_count(gradc.load(files / "gpt" / "forward.pb"), [loss]) == {
+        loss: ("reduce_sum_0.tmp_0", "reduce_sum_1.tmp_0")}
     # the PIR export given F.cross_entropy's loss by --add-loss (its labels [B, S, 1]): the same at batches of 5
     assert gradc_cli("compile", files / "gpt.json", "-o", files / "lm.pb", "--add-loss", "cross-entropy",
                      "--ignore-index", 0, "--label", "labels").returncode == 0
@@ -110,6 +120,9 @@ def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
     run = gradc_cli("evaluate", files / "lm.pb", "--data", files / "test_axis.npz", "--params", files / "gpt.pdiparams",
                     "--batch-size", 5, "--json")
     np.testing.assert_allclose(json.loads(run.stdout)["loss"], paddle["nll"] / paddle["count"], rtol=1e-6)
+    # found in the whole program too, 197 ops
+    assert set_metrics.per_count(gradc.load(files / "lm.pb"), ["mean_0.tmp_0"]) == {
+        "mean_0.tmp_0": ("sum_0.tmp_0", "max_0.tmp_0")}
 
 
 def test_info_of_a_gradient_merge_program_names_its_optimizer(files):
