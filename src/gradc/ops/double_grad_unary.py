@@ -16,6 +16,7 @@ from ..registry import defgrad, get
 from . import math  # noqa: F401  (the grad ops these differentiate, with their makers)
 from .activation_double import celu_second, pow_second, softplus_second
 from .composite import expansion, first
+from .double_grad import _like
 from .unary_math_double import _slope_over_one_minus_square
 
 
@@ -52,12 +53,13 @@ def _first_grad(forward: str):
     return first_grad
 
 
-def _again(first_grad, second):
-    """grad_out@GRAD = first_grad at dOut = ddX; X@GRAD = second(f, g, x, p), f''(x) p at p = dOut ddX."""
+def _again(first_grad, second, x_slot: str = "X"):
+    """grad_out@GRAD = first_grad at dOut = ddX; X@GRAD = second(f, g, x, p), f''(x) p at p = dOut ddX (x_slot names
+    X: acos_double_grad's is lower-case)."""
 
     def expand(f, g):
-        x, dout, ddx = (first(g.I(slot)) for slot in ("X", "grad_out", "grad_x@GRAD"))
-        return {"grad_out@GRAD": first_grad(f, g, x, ddx), "X@GRAD": second(f, g, x, f.mul(dout, ddx, x))}
+        x, dout, ddx = (first(g.I(slot)) for slot in (x_slot, "grad_out", "grad_x@GRAD"))
+        return {"grad_out@GRAD": first_grad(f, g, x, ddx), f"{x_slot}@GRAD": second(f, g, x, f.mul(dout, ddx, x))}
 
     return expansion(expand)
 
@@ -76,24 +78,15 @@ SECOND = {"sin": ("sin_double_grad", _plain_grad("sin"), lambda f, g, x, p: _gra
 
 for _forward, (_type, _first, _second, _optional, _attrs) in SECOND.items():
     defgrad(_type, inputs=["X", "grad_out", "grad_x@GRAD", *_optional], outputs=["X@GRAD", "grad_out@GRAD"],
-            attrs=_attrs,
-            infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X")),
-                               "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
-            grad=_again(_first, _second), no_grad_inputs=[slot.rstrip("?") for slot in _optional],
-            of=_forward + "_grad")
+            attrs=_attrs, infer=_like(("X", "X@GRAD"), ("grad_out", "grad_out@GRAD")), grad=_again(_first, _second),
+            no_grad_inputs=[slot.rstrip("?") for slot in _optional], of=_forward + "_grad")
 
 
-def _acos_again(f, g):
-    """acos_double_grad: _again's, in Paddle's lower-case slots (x, x@GRAD); f'' = -x / (1 - x^2)^1.5."""
-    x, dout, ddx = (first(g.I(slot)) for slot in ("x", "grad_out", "grad_x@GRAD"))
-    return {"grad_out@GRAD": _grad(f, "acos_grad", x, ddx),
-            "x@GRAD": _slope_over_one_minus_square(f, "acos", x, f.mul(dout, ddx, x))}
-
-
+# in Paddle's lower-case slots (x, x@GRAD); f'' = -x / (1 - x^2)^1.5
 defgrad("acos_double_grad", inputs=["x", "grad_out", "grad_x@GRAD"], outputs=["x@GRAD", "grad_out@GRAD"],
-        infer=lambda ctx: {"x@GRAD": (ctx.shape("x"), ctx.dtype("x")),
-                           "grad_out@GRAD": (ctx.shape("grad_out"), ctx.dtype("grad_out"))},
-        grad=expansion(_acos_again), of="acos_grad")
+        infer=_like(("x", "x@GRAD"), ("grad_out", "grad_out@GRAD")),
+        grad=_again(_plain_grad("acos"), lambda f, g, x, p: _slope_over_one_minus_square(f, "acos", x, p), "x"),
+        of="acos_grad")
 
 
 def _by_out(forward: str, scale: float):
