@@ -33,18 +33,23 @@ def _third(first_grad, second, inputs: tuple[str, ...], outputs: tuple[str, ...]
     return _zeros_where_unreached(backward_of(formula, cotangents, dict(zip(inputs[:3], outputs))))
 
 
+def _of_second(forward: str, slots):
+    """A TRIPLE entry of the forward's second-derivative op in SECOND: its formula, optional inputs and attributes."""
+    first_grad, second, optional, attrs = SECOND[forward][1:5]
+    return first_grad, second, slots, optional, attrs
+
+
 _OF = {"sigmoid_triple_grad": "sigmoid_grad_grad"}   # the op each differentiates, where not <op>_double_grad
 _SIN_SLOTS = (("X", "grad_out_forward", "grad_x_grad_forward", "grad_x@GRAD?", "grad_out_grad@GRAD?"),
               ("X@GRAD", "grad_out_forward@GRAD", "grad_x_grad_forward@GRAD"))
 # type -> (its second-derivative op's formula: first grad, f'' times p; (inputs, outputs); optional inputs, attributes)
-TRIPLE = {"sin_triple_grad": (*SECOND["sin"][1:3], _SIN_SLOTS, (), None),
-          "cos_triple_grad": (*SECOND["cos"][1:3], _SIN_SLOTS, (), None),
+TRIPLE = {"sin_triple_grad": _of_second("sin", _SIN_SLOTS),
+          "cos_triple_grad": _of_second("cos", _SIN_SLOTS),
           "sigmoid_triple_grad": (_sigmoid_first, lambda f, g, out, p: f.mul(f.scale(out, -2.0, 1.0), p, out),
                                   (("Out", "fwd_grad_out", "grad_grad_x", "grad_out@GRAD?", "grad_grad_out@GRAD?"),
                                    ("Out@GRAD", "fwd_grad_out@GRAD", "grad_grad_x@GRAD")), (), None),
-          "pow_triple_grad": (*SECOND["pow"][1:3],
-                              (("X", "grad_out", "grad_grad_x", "grad_x@GRAD?", "grad_grad_out@GRAD?"),
-                               ("X@GRAD", "grad_out@GRAD", "grad_grad_x@GRAD")), ("FactorTensor?",), {"factor": 1.0})}
+          "pow_triple_grad": _of_second("pow", (("X", "grad_out", "grad_grad_x", "grad_x@GRAD?", "grad_grad_out@GRAD?"),
+                                                ("X@GRAD", "grad_out@GRAD", "grad_grad_x@GRAD")))}
 
 for _type, (_first, _second, (_inputs, _outputs), _optional, _attrs) in TRIPLE.items():
     _slots = tuple(slot.rstrip("?") for slot in _inputs)

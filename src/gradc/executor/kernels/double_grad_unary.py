@@ -45,8 +45,16 @@ def _pow(x, k):
     return factor * np.power(x, factor - 1), factor * (factor - 1) * np.power(x, factor - 2)
 
 
-_double("sin_double_grad", lambda x, k: (np.cos(x), -np.sin(x)))
-_double("cos_double_grad", lambda x, k: (-np.sin(x), -np.cos(x)))
+def _sin(x, k):
+    return np.cos(x), -np.sin(x)
+
+
+def _cos(x, k):
+    return -np.sin(x), -np.cos(x)
+
+
+_double("sin_double_grad", _sin)
+_double("cos_double_grad", _cos)
 _double("square_grad_grad", lambda x, k: (2 * x, np.full_like(x, 2)))
 _double("log_grad_grad", lambda x, k: (1 / x, -1 / (x * x)))
 _double("softplus_double_grad", _softplus)

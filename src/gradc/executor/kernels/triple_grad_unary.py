@@ -8,7 +8,9 @@ import functools
 
 import numpy as np
 
+from ...ops.triple_grad_unary import TRIPLE
 from . import kernel
+from .double_grad_unary import _cos, _pow, _sin
 from .math import _factor
 
 
@@ -27,19 +29,22 @@ def _triple(name: str, inputs: tuple[str, ...], outputs: tuple[str, ...], deriva
     kernel(name)(run)
 
 
-def _pow(x, k):
+def _and(second, third):
+    """derivatives(v, k) -> (f'(v), f''(v), f'''(v)) from second's (f', f'') and third's f'''."""
+    return lambda value, k: (*second(value, k), third(value, k))
+
+
+def _third_of_pow(x, k):
     factor = _factor(k)
-    return (factor * np.power(x, factor - 1), factor * (factor - 1) * np.power(x, factor - 2),
-            factor * (factor - 1) * (factor - 2) * np.power(x, factor - 3))
+    return factor * (factor - 1) * (factor - 2) * np.power(x, factor - 3)
 
 
-_SIN_SLOTS = (("X", "grad_out_forward", "grad_x_grad_forward", "grad_x@GRAD", "grad_out_grad@GRAD"),
-              ("X@GRAD", "grad_out_forward@GRAD", "grad_x_grad_forward@GRAD"))
-_triple("sin_triple_grad", *_SIN_SLOTS, lambda x, k: (np.cos(x), -np.sin(x), -np.cos(x)))
-_triple("cos_triple_grad", *_SIN_SLOTS, lambda x, k: (-np.sin(x), -np.cos(x), np.sin(x)))
-# in sigmoid's Out: f' = out (1 - out), and the double grad's Out@GRAD is (1 - 2 out) dOut ddX
-_triple("sigmoid_triple_grad", ("Out", "fwd_grad_out", "grad_grad_x", "grad_out@GRAD", "grad_grad_out@GRAD"),
-        ("Out@GRAD", "fwd_grad_out@GRAD", "grad_grad_x@GRAD"),
-        lambda out, k: (out * (1 - out), 1 - 2 * out, np.full_like(out, -2.0)))
-_triple("pow_triple_grad", ("X", "grad_out", "grad_grad_x", "grad_x@GRAD", "grad_grad_out@GRAD"),
-        ("X@GRAD", "grad_out@GRAD", "grad_grad_x@GRAD"), _pow)
+_DERIVATIVES = {"sin_triple_grad": _and(_sin, lambda x, k: -np.cos(x)),
+                "cos_triple_grad": _and(_cos, lambda x, k: np.sin(x)),
+                # in sigmoid's Out: f' = out (1 - out), and the double grad's Out@GRAD is (1 - 2 out) dOut ddX
+                "sigmoid_triple_grad": lambda out, k: (out * (1 - out), 1 - 2 * out, np.full_like(out, -2.0)),
+                "pow_triple_grad": _and(_pow, _third_of_pow)}
+
+for _type, _entry in TRIPLE.items():
+    _inputs, _outputs = _entry[2]   # the op's slots, "?" marking the optional
+    _triple(_type, tuple(slot.rstrip("?") for slot in _inputs), _outputs, _DERIVATIVES[_type])
