@@ -17,7 +17,6 @@ even infer those ops' shapes), so they have no fixture here, and the critic's gr
         tests/data/paddle/double_grad_ops
 """
 
-import gzip
 import json
 import tempfile
 from pathlib import Path
@@ -26,14 +25,10 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 RNG = np.random.default_rng(46)
 BATCH, STEPS = 4, 4
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 # op -> (x shape, filter shape, the conv of x and f)

@@ -8,7 +8,6 @@ double.npz: the feeds (x positive for sqrt and rsqrt) and Paddle's gradients.
         ../tests/data/paddle/double_grad_ops
 """
 
-import gzip
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 RNG = np.random.default_rng(46)
 
@@ -51,10 +50,6 @@ def closed_form(feed: dict) -> list:
     """sum(v * grad_x sum(w * 0.5 x y^T)) = sum(v * 0.5 w y): to x 0, to w 0.5 v y^T, to y 0.5 w^T v."""
     x, y, w, v = (feed[name] for name in "xywv")
     return [np.zeros_like(x), 0.5 * v @ y.T, 0.5 * w.T @ v]
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def main(out: Path) -> None:

@@ -22,7 +22,6 @@ the gradients in Paddle's program.
         ../tests/data/paddle/double_grad_ops/higher
 """
 
-import gzip
 import tempfile
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.base import core
 from paddle_double_grad_ops import DOUBLE
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 RNG = np.random.default_rng(47)
 # act -> (act of x, x drawn); looked up late: install() rebinds paddle's C-only APIs
@@ -74,10 +73,6 @@ def _acos_shapes() -> None:
         return None
 
     core.OpDesc.infer_shape = infer_shape
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def _data(feed: dict, name: str, value, differentiated: bool):

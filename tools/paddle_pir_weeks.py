@@ -21,7 +21,6 @@ by name; trained.<name>: the parameters after the steps); meta.json: each case's
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_pir_weeks.py tests/data/paddle/pir_weeks
 """
 
-import gzip
 import json
 import sys
 import tempfile
@@ -37,12 +36,9 @@ import paddle_user_week21 as week21  # noqa: E402
 import paddle_user_week23 as week23  # noqa: E402
 import paddle_user_week24 as week24  # noqa: E402
 import paddle_user_week27_nets as nets  # noqa: E402
+from paddle_programs import write_gz  # noqa: E402
 
 WEEKS = Path(__file__).parent.parent / "tests" / "data" / "paddle"
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def save_pir(program, path: Path) -> None:

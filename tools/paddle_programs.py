@@ -3,6 +3,7 @@ program's values."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -10,6 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import paddle
+
+
+def write_gz(path: Path, data: bytes) -> None:
+    """Write ``data`` gzipped to path + ".gz", with no timestamp (the same bytes give the same file); fixtures are kept
+    gzipped (a tenth of their size) and tests unpack them as a user has them."""
+    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def without_callstacks(program) -> bytes:

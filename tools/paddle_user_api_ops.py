@@ -28,7 +28,6 @@ gradc, under Paddle's ids (creation order): tanh_forward 0, tanh_backward 1, pro
         ../tests/data/paddle/user_api_ops
 """
 
-import gzip
 import os
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 RNG = np.random.default_rng(23)
 
@@ -60,10 +59,6 @@ def product_backward(a, b, c, prod, total, dprod, dtotal):   # c's grad is not w
     return dprod * b * c + dtotal, dprod * a * c + dtotal, dprod * a * b
 
 
-def write_gz(path: Path, data: bytes) -> None:
-    path.write_bytes(gzip.compress(data, mtime=0))
-
-
 def py_func_program(out: Path, exe) -> None:
     feed = {"x": RNG.normal(size=(3, 4)), "w": RNG.normal(size=(4, 2)), "c": RNG.normal(size=(3, 2))}
     main = paddle.static.Program()
@@ -81,8 +76,8 @@ def py_func_program(out: Path, exe) -> None:
         paddle.static.append_backward(loss)
     values = exe.run(main, feed=feed, fetch_list=[loss, "x@GRAD", "w@GRAD"])
     print("py_func", [op.type for op in main.global_block().ops])
-    write_gz(out / "py_func.pb.gz", without_callstacks(forward))
-    write_gz(out / "py_func_paddle.pb.gz", without_callstacks(main))
+    write_gz(out / "py_func.pb", without_callstacks(forward))
+    write_gz(out / "py_func_paddle.pb", without_callstacks(main))
     np.savez(out / "py_func.npz", **feed, loss=values[0], **{"x@GRAD": values[1], "w@GRAD": values[2]})
 
 
@@ -93,7 +88,7 @@ def vision_read_program(out: Path) -> None:
         pixels = paddle.cast(image, "float32").reshape([1, -1]) / 255.0
         loss = paddle.mean(paddle.nn.Linear(48, 2)(pixels[:, :48]))
     print("vision_read", [op.type for op in main.global_block().ops])
-    write_gz(out / "vision_read.pb.gz", without_callstacks(main))
+    write_gz(out / "vision_read.pb", without_callstacks(main))
     del loss
 
 
@@ -118,7 +113,7 @@ def save_load_programs(out: Path) -> None:
     for program in caught:
         kind = program.global_block().ops[0].type
         print(kind, [op.type for op in program.global_block().ops])
-        write_gz(out / f"{kind}.pb.gz", without_callstacks(program))
+        write_gz(out / f"{kind}.pb", without_callstacks(program))
 
 
 def reader_programs(out: Path) -> None:
@@ -142,8 +137,8 @@ def reader_programs(out: Path) -> None:
     losses = [exe.run(main_program, fetch_list=[loss])[0] for _ in batches]
     loader.reset()
     print("reader", [op.type for op in main_program.global_block().ops])
-    write_gz(out / "reader_train.pb.gz", without_callstacks(main_program))
-    write_gz(out / "reader_startup.pb.gz", without_callstacks(startup))
+    write_gz(out / "reader_train.pb", without_callstacks(main_program))
+    write_gz(out / "reader_startup.pb", without_callstacks(startup))
     np.savez(out / "reader.npz", params=np.array(params), **{f"x{i}": bx for i, (bx, _) in enumerate(batches)},
              **{f"y{i}": by for i, (_, by) in enumerate(batches)}, **initial, losses=np.array(losses),
              **{f"{name}@after": np.array(scope.find_var(name).get_tensor()) for name in params})
@@ -170,8 +165,8 @@ def data_op_programs(out: Path) -> None:
     params = {param.name: np.array(scope.find_var(param.name).get_tensor()) for param, _ in grads}
     values = exe.run(main_program, feed=feed, fetch_list=[loss, *(grad for _, grad in grads)])
     print("data", [op.type for op in main_program.global_block().ops])
-    write_gz(out / "data.pb.gz", without_callstacks(forward))
-    write_gz(out / "data_paddle.pb.gz", without_callstacks(main_program))
+    write_gz(out / "data.pb", without_callstacks(forward))
+    write_gz(out / "data_paddle.pb", without_callstacks(main_program))
     np.savez(out / "data.npz", **feed, **params, loss=values[0],
              **{grad.name: value for (_, grad), value in zip(grads, values[1:])})
 
@@ -188,7 +183,7 @@ def main_pir(out: Path) -> None:
     paddle.static.save_inference_model(str(out / "pir" / "vision_read"), [x], [total], exe, program=main_program)
     (out / "pir" / "vision_read.pdiparams").unlink(missing_ok=True)
     program = out / "pir" / "vision_read.json"
-    write_gz(program.with_name(program.name + ".gz"), program.read_bytes())
+    write_gz(program, program.read_bytes())
     program.unlink()
     print("vision_read (PIR)", [op.name() for op in main_program.global_block().ops])
 

@@ -20,7 +20,6 @@ minimize, the learning rates, the vars' names). tools/paddle_user_week17_pir.py 
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week17_pir.py tests/data/paddle/user_week17
 """
 
-import gzip
 import json
 import math
 import sys
@@ -30,7 +29,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 VOCAB, HIDDEN, HEADS, DIM, FFN, LAYERS = 32, 16, 2, 8, 24, 2
 RANK, ALPHA, EPS = 4, 8, 1e-6
@@ -43,11 +42,6 @@ BASE |= {f"l{i}.{name}": shape for i in range(LAYERS) for name, shape in
 ADAPTERS = {f"l{i}.lora_{proj}_{m}": shape for i in range(LAYERS) for proj in "qv"
             for m, shape in (("A", [HIDDEN, RANK]), ("B", [RANK, HIDDEN]))}
 RNG = np.random.default_rng(17)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    """Programs are kept gzipped (a tenth of their size); tests/test_user_week17.py unpacks them as a user has them."""
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def pretrained() -> dict:

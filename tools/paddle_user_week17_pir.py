@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import paddle
 from paddle.base import core
-from paddle_user_week17 import ADAPTERS, BATCH, STEPS, decoder, lora_programs, merge, train, write_gz
+from paddle_programs import write_gz
+from paddle_user_week17 import ADAPTERS, BATCH, STEPS, decoder, lora_programs, merge, train
 
 
 def gzip_file(path: Path) -> None:

@@ -25,7 +25,6 @@ its error and its outer loss and accuracy on each task at the startup's values.
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week21.py tests/data/paddle/user_week21
 """
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -34,7 +33,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 SHOTS, STEPS, WIDTH = 10, 8, 40
 WAYS, FEATURES = 5, 8
@@ -96,10 +95,6 @@ def outer_loss(case):
     if penalty is not None:
         loss = loss + case["penalty"] * penalty
     return weights + (rates or []), loss
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def build(name, case, out: Path, task_feed) -> dict:

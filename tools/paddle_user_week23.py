@@ -22,7 +22,6 @@ differences).
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week23.py tests/data/paddle/user_week23
 """
 
-import gzip
 import json
 import tempfile
 from pathlib import Path
@@ -31,14 +30,10 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 SIZE, IMAGES, BATCH, STEPS, STYLE_STEPS, FEATURES = 16, 24, 4, 6, 10, 8
 RNG = np.random.default_rng(23)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def smooth_images(count: int, size: int) -> np.ndarray:

@@ -21,7 +21,6 @@ score.pdmodel, meta.json (the per-step values and the vars' names).
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week24.py tests/data/paddle/user_week24
 """
 
-import gzip
 import json
 import sys
 import tempfile
@@ -31,15 +30,11 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 TRAIN, VALID, NEW, BATCH, EPOCHS, BUCKETS, REGIONS = 256, 128, 40, 32, 2, 1000, 6
 NUMERIC = ["income", "age", "balance", "visits"]
 RNG = np.random.default_rng(24)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def table(rows: int) -> dict[str, np.ndarray]:

@@ -23,7 +23,6 @@ PIR export of the scaling.
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week25_pir.py tests/data/paddle/user_week25
 """
 
-import gzip
 import json
 import sys
 import tempfile
@@ -33,16 +32,12 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 WINDOW, HORIZON, QUANTILES, CHANNELS, BATCH, EPOCHS, ROLLOUT = 24, 3, (0.1, 0.5, 0.9), 8, 16, 6, 12
 RNG = np.random.default_rng(25)
 PLATEAU = {"learning_rate": 0.02, "factor": 0.5, "patience": 0, "threshold": 0.1}
 CLIP = 0.5
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def series(count: int, length: int) -> np.ndarray:

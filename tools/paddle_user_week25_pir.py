@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle_user_week25 import WINDOW, write_gz
+from paddle_programs import write_gz
+from paddle_user_week25 import WINDOW
 
 
 class Scaled(paddle.nn.Layer):

@@ -24,7 +24,6 @@ meta.json (losses, loss scales and counters per step, the vars' names, the casts
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week26.py tests/data/paddle/user_week26
 """
 
-import gzip
 import json
 import sys
 import tempfile
@@ -38,14 +37,10 @@ import paddle_legacy_shim
 from paddle.static import amp
 from paddle_gpu_amp_static import CudaBuild
 from paddle_optimizer_fixtures import Persistables, serialize
-from paddle_programs import predict
+from paddle_programs import predict, write_gz
 
 STEPS, BAD, BATCH, SEED = 6, 3, 4, 26
 SCALING = ("loss_scaling_0", "num_good_steps_0", "num_bad_steps_0")
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def cnn(x, y):

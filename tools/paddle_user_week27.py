@@ -22,7 +22,6 @@ float64 gradients of the KL term against central differences.
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week27.py tests/data/paddle/user_week27
 """
 
-import gzip
 import json
 import sys
 import tempfile
@@ -34,15 +33,11 @@ import paddle.nn.functional as F
 import paddle_legacy_shim
 import paddle_user_week27_nets as nets
 from paddle.incubate import asp
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 EXAMPLES, BATCH, EPOCHS = 96, 16, 5
 ALPHA, TEMPERATURE, BETA = 0.5, 4.0, 0.1
 RNG = np.random.default_rng(27)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def images(count: int, templates: np.ndarray) -> dict:

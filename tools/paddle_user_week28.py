@@ -25,7 +25,6 @@ per step, the vars' names, Paddle's float64 gradients' errors against central di
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week28.py tests/data/paddle/user_week28
 """
 
-import gzip
 import json
 import tempfile
 from pathlib import Path
@@ -35,15 +34,11 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, TAGS, CHUNK_TYPES, SENTENCES, BATCH, STEPS = 20, 7, 5, 2, 24, 4, 18
 OUTSIDE = 2 * CHUNK_TYPES  # chunk_eval's IOB tags: 2 * type (B), 2 * type + 1 (I), 2 * types (O)
 RNG = np.random.default_rng(28)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def sentences() -> dict:

@@ -17,7 +17,6 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week29.py tests/data/paddle/user_week29
 """
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -26,15 +25,11 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 SIZE, CLASSES, TRAIN, TEST, BATCH, CLEAN_STEPS, ADV_STEPS = 12, 3, 48, 16, 8, 6, 4
 EPS, ALPHA, PGD_STEPS, ADV_PGD_STEPS = 0.1, 0.03, 5, 3
 RNG = np.random.default_rng(29)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def images(count: int) -> tuple[np.ndarray, np.ndarray]:

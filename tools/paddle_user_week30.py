@@ -18,7 +18,6 @@ label maps hold ignored pixels (255) on the shapes' borders:
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week30.py tests/data/paddle/user_week30
 """
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -28,14 +27,10 @@ import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 SIZE, CLASSES, IGNORE, TRAIN, TEST, BATCH, STEPS = 16, 4, 255, 12, 6, 4, 5
 RNG = np.random.default_rng(30)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def images(count: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,8 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
-from paddle_user_week30 import BATCH, IGNORE, SIZE, STEPS, TRAIN, DeepLab, UNet, adamw, losses, momentum, write_gz
+from paddle_programs import write_gz
+from paddle_user_week30 import BATCH, IGNORE, SIZE, STEPS, TRAIN, DeepLab, UNet, adamw, losses, momentum
 
 
 def with_weights(model, values, layers: dict) -> None:

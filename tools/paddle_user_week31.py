@@ -22,7 +22,6 @@ training, evaluation and sampling programs share it:
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week31.py tests/data/paddle/user_week31
 """
 
-import gzip
 import json
 import math
 import sys
@@ -32,7 +31,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 PIXELS, HIDDEN, LATENT = 16, 12, 3
 FLOW_DIM, FLOW_HIDDEN, COUPLINGS = 4, 8, 4
@@ -40,10 +39,6 @@ TRAIN, TEST, BATCH, STEPS, SAMPLES = 48, 16, 8, 6, 8
 VAE_SEED, FLOW_SEED, SAMPLE_SEED, EVAL_SEED = 31, 32, 131, 231
 MASKS = [[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1]]
 RNG = np.random.default_rng(31)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def vae_data(count: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
+from paddle_programs import write_gz
 from paddle_user_week31 import (
     BATCH,
     FLOW_DIM,
@@ -30,7 +31,6 @@ from paddle_user_week31 import (
     decoder,
     flow_loss,
     linear,
-    write_gz,
 )
 
 NOISE_SEED = 331

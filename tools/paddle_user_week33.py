@@ -23,7 +23,6 @@ parameter after the steps), paddle_*.npz, meta.json (losses per step, names, the
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week33.py tests/data/paddle/user_week33
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -31,14 +30,10 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, TAGS, SENTENCES, BATCH, STEPS, HIDDEN = 20, 6, 5, 16, 4, 4, 8
 RNG = np.random.default_rng(33)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def sentences() -> dict:

@@ -22,7 +22,6 @@ losses in meta.json, trained.npz, and Paddle's test-mode logits of the test set 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week34.py tests/data/paddle/user_week34
 """
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -33,14 +32,10 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import without_callstacks, write_gz
 
 BATCH, STEPS, LR, DECAY = 8, 6, 0.01, 1e-3
 RNG = np.random.default_rng(34)
-
-
-def write_gz(path: Path, program) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(without_callstacks(program), mtime=0))
 
 
 def volumes(count: int):
@@ -187,7 +182,7 @@ def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -
     np.savez_compressed(folder / "data.npz", **data)
     np.savez_compressed(folder / "test_data.npz", **test_data)
     for program_name, program in [("forward", forward), ("test", test), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", program)
+        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
     return {**names, "losses": losses, "test_accuracy": float(test_accuracy)}
 
 
@@ -217,8 +212,8 @@ def grid_programs(out: Path, exe) -> dict:
                 forward = main.clone()
                 grad_x, grad_grid = paddle.static.gradients(loss, [xv, gv])
             key = f"{padding}_{align}"
-            write_gz(out / f"grid_{key}.pb", main)
-            write_gz(out / f"grid_{key}_forward.pb", forward)
+            write_gz(out / f"grid_{key}.pb", without_callstacks(main))
+            write_gz(out / f"grid_{key}_forward.pb", without_callstacks(forward))
             grads[f"x_{key}"], grads[f"grid_{key}"], grads[f"loss_{key}"] = exe.run(
                 main, feed={"x": x, "grid": grid}, fetch_list=[grad_x, grad_grid, loss])
             (grads[f"kinks_{key}"],) = exe.run(main, feed={"x": x, "grid": kinks}, fetch_list=[grad_grid])

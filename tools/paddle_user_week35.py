@@ -28,7 +28,6 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week35.py tests/data/paddle/user_week35
 """
 
-import gzip
 import json
 import math
 from pathlib import Path
@@ -38,16 +37,12 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, DIM, EMBED, CLASSES = 12, 6, 16, 8, 4
 START, END, PAD = 1, VOCAB - 1, 0
 BATCH, STEPS, PROBE_STEPS, PAIRS, TEST = 8, 6, 4, 48, 16
 RNG = np.random.default_rng(35)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def pairs(count: int) -> dict:

@@ -24,7 +24,6 @@ with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0), the i
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week36.py tests/data/paddle/user_week36
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -32,15 +31,11 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 SIZE, STYLE_STEPS, DREAM_STEPS, NOISY, IG_STEPS, CLASSES = 16, 6, 4, 3, 8, 3
 CONTENT_W, STYLE_W, TV_W, DREAM_CHANNEL, FREQ_W = 1.0, 50.0, 0.05, 2, 0.5
 RNG = np.random.default_rng(36)
-
-
-def write_gz(path: Path, program) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(without_callstacks(program), mtime=0))
 
 
 def picture(kind: int) -> np.ndarray:
@@ -160,7 +155,7 @@ def style_week(out: Path, exe, meta: dict) -> None:
     np.savez(out / "style.npz", images=np.stack(images))
     meta["style"] = {**names, "losses": losses}
     for name, program in [("style_forward", forward), ("style_train", train), ("style_startup", startup)]:
-        write_gz(out / f"{name}.pb", program)
+        write_gz(out / f"{name}.pb", without_callstacks(program))
 
 
 def dream_week(out: Path, exe, meta: dict) -> None:
@@ -181,8 +176,8 @@ def dream_week(out: Path, exe, meta: dict) -> None:
             images.append(np.array(scope.find_var("dream").get_tensor()))
     np.savez(out / "dream.npz", images=np.stack(images), shifts=shifts)
     meta["dream"] = {**names, "losses": losses}
-    write_gz(out / "dream_forward.pb", forward)
-    write_gz(out / "dream_train.pb", train)
+    write_gz(out / "dream_forward.pb", without_callstacks(forward))
+    write_gz(out / "dream_train.pb", without_callstacks(train))
 
 
 def saliency_week(out: Path, exe, meta: dict) -> None:
@@ -212,11 +207,11 @@ def saliency_week(out: Path, exe, meta: dict) -> None:
         np.savez(out / "export_predicted.npz", **predicted)
     except RuntimeError as error:   # Paddle 3.3.1's Predictor cannot run its own export of a gradient program
         meta["saliency"]["predictor_error"] = str(error).splitlines()[0]
-    write_gz(out / "saliency_forward.pb", forward)
-    write_gz(out / "saliency.pb", program)
-    write_gz(out / "saliency_startup.pb", startup)
+    write_gz(out / "saliency_forward.pb", without_callstacks(forward))
+    write_gz(out / "saliency.pb", without_callstacks(program))
+    write_gz(out / "saliency_startup.pb", without_callstacks(startup))
     model = out / "export.pdmodel"
-    model.with_name(model.name + ".gz").write_bytes(gzip.compress(model.read_bytes(), mtime=0))
+    write_gz(model, model.read_bytes())
     model.unlink()
 
 

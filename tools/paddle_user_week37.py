@@ -26,7 +26,6 @@ engineer's week', written with Paddle 3.3.1's layers in legacy static mode (FLAG
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week37.py tests/data/paddle/user_week37
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -34,15 +33,11 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks
+from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, DIM, PAIRS, NEG, BATCH, STEPS = 30, 8, 40, 4, 8, 5
 ENTITIES, RELATIONS, TRIPLES = 20, 4, 40
 RNG = np.random.default_rng(37)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def word_data() -> dict:

@@ -21,7 +21,6 @@ parameters and one ancestral sample per point) by paddle.jit.save, run by the Pr
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week38.py tests/data/paddle/user_week38
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -31,14 +30,10 @@ import paddle.distribution as D
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 BATCH, STEPS, LR, SEED, COMPONENTS, PASSES = 16, 6, 0.01, 38, 3, 20
 RNG = np.random.default_rng(38)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def regression(count: int) -> dict:

@@ -33,7 +33,6 @@ data.npz, trained.npz, the losses in meta.json.
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week39.py tests/data/paddle/user_week39
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -41,15 +40,11 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 RAYS, SAMPLES, FINE, FREQS, HIDDEN, STEPS = 16, 8, 8, 3, 16, 6
 POINTS, SDF_STEPS = 32, 5
 RNG = np.random.default_rng(39)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def rays(count: int) -> dict:

@@ -11,8 +11,8 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 from paddle.base import core
-from paddle_programs import predict
-from paddle_user_week39 import DOUBLE, POINTS, RAYS, SAMPLES, SDF_STEPS, Field, render, sdf_program, write_gz
+from paddle_programs import predict, write_gz
+from paddle_user_week39 import DOUBLE, POINTS, RAYS, SAMPLES, SDF_STEPS, Field, render, sdf_program
 
 
 def sdf_pir(out: Path) -> None:
