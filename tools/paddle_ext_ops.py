@@ -103,18 +103,13 @@ def build(out_dir: Path, build_dir: Path, suites: tuple[Path, Path], mode: str) 
 
 
 def _save_pir(paddle, out: Path, main, feed, output, executor, fetched, names, grads, loss) -> None:
-    from paddle.base import core
+    from paddle_programs import with_fetches
     feeds = [v for v in _data_values(main) if v.name in _inputs_of(output)]
     paddle.static.save_inference_model(str(out / "model"), feeds, [output], executor, program=main)
     np.savez(out / "expected.npz", out=fetched[1], pir_loss=fetched[0],
              **{f"pir:{n}@GRAD": g for n, g in zip(names, fetched[2:])})
-    mapping = paddle.pir.IrMapping()
-    program = main.clone(mapping)
-    with paddle.static.program_guard(program):
-        paddle._pir_ops.fetch(mapping.look_up(loss), "loss", 0).persistable = True
-        for col, (name, grad) in enumerate(zip(names, grads), start=1):
-            paddle._pir_ops.fetch(mapping.look_up(grad), f"{name}@GRAD", col).persistable = True
-    core.serialize_pir_program(program, str(out / "backward.json"), True, False, True)
+    fetches = [("loss", loss), *((f"{name}@GRAD", grad) for name, grad in zip(names, grads))]
+    (out / "backward.json").write_bytes(with_fetches(main, fetches))
 
 
 def _inputs_of(value) -> set[str]:

@@ -22,7 +22,6 @@ the gradients in Paddle's program.
         ../tests/data/paddle/double_grad_ops/higher
 """
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.base import core
 from paddle_double_grad_ops import DOUBLE
-from paddle_programs import pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import pir_half, script_main, with_fetches, without_callstacks, write_gz
 
 RNG = np.random.default_rng(47)
 # act -> (act of x, x drawn); looked up late: install() rebinds paddle's C-only APIs
@@ -177,19 +176,6 @@ PIR = {**{f"triple_{n}": (triple, n) for n in TRIPLE},
        "norm_batch_norm_plain": (plain_norm, "batch_norm_plain")}
 
 
-def _with_fetches(program, grads) -> bytes:
-    """The training program's JSON with a fetch op per gradient (grad_<i>): save_inference_model would set is_test,
-    which changes batch_norm's grads."""
-    mapping = paddle.pir.IrMapping()
-    copy = program.clone(mapping)
-    with paddle.static.program_guard(copy):
-        for index, grad in enumerate(grads):
-            paddle._pir_ops.fetch(mapping.look_up(grad), f"grad_{index}", index).persistable = True
-    with tempfile.TemporaryDirectory() as tmp:
-        core.serialize_pir_program(copy, f"{tmp}/program.json", True, False, True)
-        return Path(f"{tmp}/program.json").read_bytes()
-
-
 FED = ("x", "w", "u", "v", "scale", "bias", "mean", "variance")
 
 
@@ -211,7 +197,9 @@ def main_pir(out: Path) -> None:
         values = exe.run(main_program, feed=feed, fetch_list=grads)
         results.update({f"{case}_{var}": value for var, value in feed.items()})
         results.update({f"{case}_{index}@GRAD": value for index, value in enumerate(values)})
-        write_gz(out / "pir" / f"{case}.json", _with_fetches(main_program, grads))
+        # save_inference_model would set is_test, which changes batch_norm's grads
+        write_gz(out / "pir" / f"{case}.json",
+                 with_fetches(main_program, [(f"grad_{index}", grad) for index, grad in enumerate(grads)]))
     np.savez(out / "pir" / "higher.npz", **results)
 
 

@@ -17,7 +17,6 @@ meta.json lists the PIR op names each file uses. Not part of the package: gradc 
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ import paddle.nn.functional as F
 from paddle.base import core
 from paddle_pir_cases import CASES
 from paddle_pir_translated import TRANSLATED, build_translated, op_names
+from paddle_programs import with_fetches, write_gz
 
 LOSS_NAME = "loss"
 # Without it Paddle 3.3.1 deletes the cf stack ops of a control-flow backward while writing the program
@@ -38,17 +38,9 @@ paddle.set_flags({"FLAGS_save_cf_stack_op": True})
 def write_backward(main, loss, wrt, out: Path) -> list[str]:
     """Paddle's own training program (backward.json.gz): forward and grad ops, fetching the loss and
     every gradient under the names gradc gives them ("<var>@GRAD")."""
-    mapping = paddle.pir.IrMapping()
-    program = main.clone(mapping)
-    with paddle.static.program_guard(program):
-        paddle._pir_ops.fetch(mapping.look_up(loss), LOSS_NAME, 0).persistable = True
-        for col, (name, grad) in enumerate(wrt, start=1):
-            paddle._pir_ops.fetch(mapping.look_up(grad), f"{name}@GRAD", col).persistable = True
-    core.serialize_pir_program(program, str(out / "backward.json"), True, False, True)
-    raw = out / "backward.json"  # gzipped: grad ops make these files ten times the forward's size
-    (out / "backward.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
-    raw.unlink()
-    return op_names(program)
+    fetches = [(LOSS_NAME, loss), *((f"{name}@GRAD", grad) for name, grad in wrt)]
+    write_gz(out / "backward.json", with_fetches(main, fetches))   # gzipped: ten times the forward's size
+    return sorted({*op_names(main), "pd_op.fetch"})   # the written program's: main's and its fetches
 
 
 def parameter_values(program, scope) -> dict[str, np.ndarray]:

@@ -7,6 +7,7 @@ import gzip
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,19 @@ def write_training_case(out: Path, programs: dict, feed: dict):
     np.savez(out / "feed.npz", **feed)
     params = [p.name for p in main.all_parameters()]
     return exe, scope, persistable, [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]
+
+
+def with_fetches(program, fetches) -> bytes:
+    """The PIR program's JSON with a fetch op per (name, value) of ``fetches``, in their order, added to a clone (the
+    program itself is left as it is)."""
+    mapping = paddle.pir.IrMapping()
+    copy = program.clone(mapping)
+    with paddle.static.program_guard(copy):
+        for column, (name, value) in enumerate(fetches):
+            paddle._pir_ops.fetch(mapping.look_up(value), name, column).persistable = True
+    with tempfile.TemporaryDirectory() as tmp:
+        paddle.base.core.serialize_pir_program(copy, f"{tmp}/program.json", True, False, True)
+        return Path(f"{tmp}/program.json").read_bytes()
 
 
 def predict(model: str, params_file: str, feed: dict) -> dict:
