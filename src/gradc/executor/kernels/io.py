@@ -7,13 +7,18 @@ from ..scope import MISSING
 from . import kernel
 
 
+def _fed(k, names: list[str], complaint) -> list:
+    """The fed values of ``names``; a FeedError saying complaint(the names not fed) where any is not."""
+    values = [k.scope.find(name, MISSING) for name in names]
+    if unfed := [name for name, value in zip(names, values) if value is MISSING]:
+        raise FeedError(complaint(unfed))
+    return values
+
+
 @kernel("data")
 def data(k):
-    name = k.out_names("out")[0]
-    value = k.scope.find(name, MISSING)
-    if value is MISSING:
-        raise FeedError(f"{k.where} stands for the program's input '{name}', which is not fed")
-    return {"out": value}
+    return {"out": _fed(k, k.out_names("out")[:1],
+                        lambda unfed: f"{k.where} stands for the program's input '{unfed[0]}', which is not fed")[0]}
 
 
 @kernel("feed")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ...errors import FeedError
-from ..scope import MISSING
 from . import kernel
+from .io import _fed
 
 
 @kernel("create_py_reader", "create_double_buffer_reader")
@@ -16,8 +15,9 @@ def create_reader(k):
 @kernel("read")
 def read(k):
     names = k.out_names("Out")
-    batch = [k.scope.find(name, MISSING) for name in names]
-    if unfed := [name for name, value in zip(names, batch) if value is MISSING]:
-        raise FeedError(f"{k.where} takes a batch from a DataLoader's queue in Paddle's process; gradc takes it from "
-                        f"the feed, which lacks {', '.join(unfed)}: feed {', '.join(names)}")
-    return {"Out": batch}
+
+    def complaint(unfed: list[str]) -> str:
+        return (f"{k.where} takes a batch from a DataLoader's queue in Paddle's process; gradc takes it from the feed, "
+                f"which lacks {', '.join(unfed)}: feed {', '.join(names)}")
+
+    return {"Out": _fed(k, names, complaint)}
