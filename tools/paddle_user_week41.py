@@ -26,7 +26,6 @@ The PIR half (tools/paddle_user_week41_pir.py): gpt.json / gpt.pdiparams, the tr
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week41.py tests/data/paddle/user_week41
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 VOCAB, HIDDEN, HEADS, FFN, LAYERS, MAX_LEN, DROPOUT = 24, 16, 2, 32, 2, 12, 0.1
 SEQ, BATCH, STEPS, TEST, PAD = 8, 4, 24, 12, 0
@@ -42,10 +41,6 @@ PROMPTS, NEW, TOP_K = 3, 5, 5
 SCHEDULE = "LinearWarmup(learning_rate=CosineAnnealingDecay(learning_rate=0.01, T_max=20), warmup_steps=4, " \
            "start_lr=0.0, end_lr=0.01)"
 RNG = np.random.default_rng(41)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def sequences(count: int) -> dict:
