@@ -57,7 +57,8 @@ def _scales(ctx_attr, dims: int, scale_tensor) -> list[float]:
         scales = values[:dims] if len(values) >= dims else values[:1] * dims
         source = "the Scale input"
     else:
-        scales = [float32(v) for v in ctx_attr("scale")]
+        # as given: a .pb's float attribute is a float32 value, a PIR one (a_f64) the double Paddle 3.3.1 uses
+        scales = [float(v) for v in ctx_attr("scale")]
         if not scales:
             return [-1.0] * dims
         if len(scales) != dims:
@@ -75,7 +76,8 @@ def plan(ctx_attr, sizes, size_tensor=None, out_size=None, scale_tensor=None) ->
     scales = _scales(ctx_attr, dims, scale_tensor)
     out = [ctx_attr(name) for name in OUT_ATTRS[-dims:]]
     if scales[0] > 0:
-        out = [-1 if size < 0 else int(float32(size * s)) for size, s in zip(sizes, scales)]
+        # in double, as Paddle's kernels: 100 * float32(0.29) is 28.9999992, 28 rows (float32 would round it to 29)
+        out = [-1 if size < 0 else int(size * s) for size, s in zip(sizes, scales)]
     for source, values in (("OutSize", out_size), ("SizeTensor", size_tensor)):
         if values is not None:
             if len(values) != dims:
