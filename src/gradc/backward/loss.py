@@ -55,10 +55,11 @@ def unread_scalars(program: Program) -> list[str]:
     return names
 
 
-def default_loss(program: Program, notice: bool = True) -> str | None:
+def default_loss(program: Program, notice: bool = True, notice_sole: bool = True) -> str | None:
     """The loss gradc picks by itself: the one float scalar the last op writes (a saved program's fetch targets),
     else, when the last op writes none, the one float scalar no op reads (Paddle's classifiers compute the loss and
-    then a softmax for inference), with a notice naming it; None when neither gives exactly one."""
+    then a softmax for inference), with a notice naming it (that last one only with ``notice_sole``); None when
+    neither gives exactly one."""
     candidates = loss_candidates(program)
     last = _last_op(program.global_block)
     if candidates or last is None or last.type == "fetch":
@@ -79,7 +80,7 @@ def default_loss(program: Program, notice: bool = True) -> str | None:
     sinks = unread_scalars(program)
     if len(sinks) != 1:
         return None
-    if notice:
+    if notice and notice_sole:
         warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {last.type}, writes "
                       f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
     return sinks[0]

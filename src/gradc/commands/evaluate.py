@@ -15,6 +15,7 @@ from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
+from ..training.history import default_fetch
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
 
@@ -93,7 +94,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     if "loss" in results:
         lines.append(f"loss: {results['loss']:.6g} ({' + '.join(results['loss_vars'])})")
     else:
-        lines.append(_no_loss(prog))
+        lines.append(_no_loss(prog, fetches))
     skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
     lines += [f"{name}: {_shown(value)}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))
@@ -116,8 +117,10 @@ def _no_class_scores(program) -> str:
             f"over the whole set: --recall QUERY,GALLERY{offer}")
 
 
-def _no_loss(program) -> str:
+def _no_loss(program, fetches) -> str:
     if any(op.type == "fetch" for op in program.global_block.ops):
         return "loss: none (the program computes no loss; an exported model ends at its outputs)"
+    if fetched := [name for name in default_fetch(program) if name in fetches]:   # a PSNR written last
+        return f"loss: none ({', '.join(fetched)}, written last, is fetched: a metric, below; name it with --loss)"
     # a forward program whose loss is not what its last op writes (a decoder's metrics after it)
     return f"loss: none (not found: {no_loss_hint(program)}; name it with --loss)"

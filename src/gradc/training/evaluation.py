@@ -16,13 +16,14 @@ segmentation map's 255 borders) is not counted."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backward.loss import no_loss_hint
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..executor import Executor, Scope, randomness
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
@@ -62,7 +63,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     losses) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where scores and labels are
     found; with ``recall`` (query, gallery) the recall@k of each k; in test mode unless ``test_mode`` is False
     (dropout on: a Monte Carlo dropout pass)."""
-    losses = named_losses(program, loss)
+    losses = list(loss) if isinstance(loss, list) else named_losses(program, loss)   # a list: resolved already
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
@@ -99,9 +100,17 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     return result
 
 
-def named_losses(program: Program, loss: str | Sequence[str] | None) -> list[str]:
-    """The loss given (one name or several), else those gradc train reports (none: the program has no loss)."""
-    return [loss] if isinstance(loss, str) else list(loss or []) or default_fetch(program)
+def named_losses(program: Program, loss: str | Sequence[str] | None, fetch: Sequence[str] = ()) -> list[str]:
+    """The loss given (one name or several), else those gradc train reports (none: the program has no loss; none
+    either when a forward program's guess, a PSNR after the loss, is fetched: a metric), said in a notice."""
+    named = [loss] if isinstance(loss, str) else list(loss or [])
+    if named:
+        return named
+    if set(guessed := default_fetch(program)) & set(fetch):
+        warnings.warn(f"no loss: {', '.join(guessed)}, the loss gradc would pick, is fetched (--fetch), so averaged "
+                      f"as a metric; name the loss with --loss", GradcNotice, stacklevel=3)
+        return []
+    return default_fetch(program, notice=True)
 
 
 def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
@@ -177,7 +186,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     if params:   # several files: a later one's value for a name wins
         load_params(scope, params, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
-    losses = named_losses(program, loss)
+    losses = named_losses(program, loss, fetch or ())
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:

@@ -22,11 +22,12 @@ def scalar(name: str, value) -> float:
     return float(array.reshape(()))
 
 
-def default_fetch(program: Program) -> list[str]:
+def default_fetch(program: Program, notice: bool = False) -> list[str]:
     """The loss: the float scalar output of the op Paddle's role marks as the loss (of each, in a program compiled
     with several --loss), else the scalars a backward starts from (a PIR training program marks no op), else the usual
     guess; never an inner objective whose gradients the forward goes on from (inner_objectives); in an AMP program
-    the loss before its loss scaling (amp_loss)."""
+    the loss before its loss scaling (amp_loss). ``notice``: say so when the guess passed over other scalars a loss
+    could be (a PSNR computed after it), not when it is the one there is."""
     block = program.global_block
     marked, per_example = [], False
     inner = inner_objectives(block)
@@ -43,7 +44,7 @@ def default_fetch(program: Program) -> list[str]:
     seeded = [name for name in seeded_losses(block) if name not in inner]
     if seeded:
         return [unscaled_loss(block, name) for name in seeded]
-    loss = default_loss(program, notice=False)
+    loss = default_loss(program, notice=notice, notice_sole=False)
     return [unscaled_loss(block, loss)] if loss else []   # a PIR program's loss scaling: no op_role marks it
 
 
