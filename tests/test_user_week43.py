@@ -197,3 +197,15 @@ def test_float64_bicubic_gradient_is_the_forwards_adjoint(files):
     assert run.returncode == 0, run.stderr
     off = np.abs(np.load(files / "bicubic_grad.npz")["g"] - np.load(files / "bicubic.npz")["grad"]).max()
     assert 1e-7 < off < 1e-5
+
+
+def test_info_names_the_other_scalars_a_loss_could_be(files):
+    """gradc info of the SR forward program said "loss: tmp_10 (gradc compile picks it by itself)": the PSNR, written
+    after the loss tmp_7, with nothing to say there was a choice. Now it names the others, as compile's note does; a
+    program whose last scalar is the only one (Paddle's training program, marked) reads as before."""
+    run = gradc_cli("info", files / "sr" / "forward.pb")
+    assert run.returncode == 0, run.stderr
+    assert "loss: tmp_10 (gradc compile picks it by itself; float scalars no op reads besides it: tmp_7 (--loss " \
+           "NAME))" in run.stdout
+    run = gradc_cli("info", files / "sr" / "train.pb")
+    assert "loss: tmp_7 (its op's op_role marks it the loss)" in run.stdout

@@ -16,7 +16,7 @@ from ..ir import Block, OpDesc, Program, roles
 from ..verify_shapes import check_definitions
 from .emit import emit_grad_ops
 from .job import BlockBackward
-from .loss import default_loss, loss_candidates, no_loss_hint, resolve_loss, unread_scalars
+from .loss import default_loss, loss_candidates, no_loss_hint, other_sinks, resolve_loss, unread_scalars
 from .names import GradNames
 from .path import OpPath, check_complex, check_makers, find_path
 from .targets import check_float, given_seed, ones_seed, paired_targets
@@ -25,7 +25,7 @@ from .vars import declare_grad_vars
 from .versions import Versions
 
 __all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "loss_candidates", "no_loss_hint",
-           "unread_scalars"]
+           "other_sinks", "unread_scalars"]
 
 
 def append_backward(program: Program, loss: str | Sequence[str] | None = None,

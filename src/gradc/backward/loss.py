@@ -71,7 +71,7 @@ def default_loss(program: Program, notice: bool = True, notice_sole: bool = True
                 warnings.warn(f"the loss is {total}, the {written} that sums the others ({others}); name another "
                               f"with --loss (loss= in Python)", GradcNotice, stacklevel=3)
             return total
-        others = [] if last.type == "fetch" else _differentiable_sinks(program, candidates[0])
+        others = [] if last.type == "fetch" else other_sinks(program, candidates[0])
         if others and notice:   # a metric written last (a PSNR after the loss) is picked as the loss would be
             warnings.warn(f"the loss is {candidates[0]}, the float scalar the last op ({last.type}) writes; float "
                           f"scalars no op reads besides it: {', '.join(others)}; if one of them is the loss, name it "
@@ -108,7 +108,7 @@ def _total_of_the_others(program: Program, candidates: list[str]) -> str | None:
     return totals[0] if len(totals) == 1 else None
 
 
-def _differentiable_sinks(program: Program, picked: str) -> list[str]:
+def other_sinks(program: Program, picked: str) -> list[str]:
     """Float scalars no op reads, besides ``picked``, written by ops with a gradient (an accuracy's are no loss)."""
     writers = {name: op.type for op in program.global_block.ops for name in op.output_names()}
     return [name for name in unread_scalars(program) if name != picked

@@ -257,7 +257,7 @@ def _unscaled(block, name: str, which: str, how: str) -> tuple[str, str]:
 
 def _loss(program: Program) -> tuple[str | None, str]:
     """The loss gradc compile would take, if any, and how it is found (or why there is none)."""
-    from ..backward import default_loss, loss_candidates, unread_scalars  # the compiler's modules, for this line only
+    from ..backward import default_loss, loss_candidates, other_sinks, unread_scalars  # the compiler's, for this line
     block = program.global_block
     marked = [name for names in marked_losses(block).values() for name in names]
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
@@ -275,8 +275,10 @@ def _loss(program: Program) -> tuple[str | None, str]:
                          "paddle.static.gradients and of PIR programs; gradc train reports "
                          f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
-    if len(candidates) == 1:
-        return _unscaled(block, candidates[0], "the loss gradc would pick", "gradc compile picks it by itself")
+    if len(candidates) == 1:   # a PSNR written after the loss is picked so: name the other candidates
+        others = [] if block.ops[-1].type == "fetch" else other_sinks(program, candidates[0])
+        doubt = f"; float scalars no op reads besides it: {', '.join(others)} (--loss NAME)" if others else ""
+        return _unscaled(block, candidates[0], "the loss gradc would pick", "gradc compile picks it by itself" + doubt)
     picked = default_loss(program, notice=False)
     if picked in candidates:
         return picked, ("gradc compile picks it by itself: of the float scalars the last op writes, the one summing "
