@@ -7,7 +7,8 @@ week', written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pi
   frozen Conv2D-ReLU feature net (trainable=False); PSNR fetched; Adam under MultiStepDecay(0.01, [2, 4], 0.5),
   6 steps of 2 (the schedule stepped each step, as static mode needs).
 - sr_nhwc: the same net channels-last (data_format NHWC for Conv2D, PixelShuffle) on odd 7x9 inputs, its skip
-  F.interpolate by size [14, 18], bilinear, align_corners True; loss L1; same optimizer.
+  F.interpolate by size [14, 18], bilinear, align_corners True; loss L1; same optimizer; and again from the same
+  initial weights for 3 epochs with the MultiStepDecay stepped after each epoch (epoch_losses in meta.json).
 - dncnn: a DnCNN-like denoiser (Conv2D padding_mode 'reflect', BatchNorm, ReLU; the noise predicted and subtracted:
   residual learning) on 12x12 noisy images; loss = (1 - SSIM) + 0.01 * total variation; SSIM with an 11-tap Gaussian
   window (sigma 1.5) by F.conv2d groups=3 over F.pad 'replicate'; PSNR and SSIM fetched; Adam(0.005), 6 steps of 2.
@@ -156,7 +157,26 @@ def dncnn_program():
     return loss, {"denoised": denoised.name, "psnr": psnr(denoised, clean).name, "ssim": similarity.name}
 
 
-def train_model(out: Path, name: str, build, data: dict, optimizer, exe) -> dict:
+def by_epochs(main, startup, exe, loss, init: dict, data: dict, epochs: int) -> list:
+    """Train from ``init`` for ``epochs`` passes over ``data``, the scheduler (a fresh MultiStepDecay, milestones in
+    epochs) stepped after each epoch, as an SR recipe halves the rate every so many epochs: the losses."""
+    scheduler = paddle.optimizer.lr.MultiStepDecay(**SCHEDULE)
+    scheduler._var_name = main.lr_scheduler._var_name
+    main.lr_scheduler = scheduler
+    losses, scope = [], paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        for name, value in init.items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        for _ in range(epochs):
+            for step in range(STEPS):
+                feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()}
+                losses.append(float(exe.run(main, feed=feed, fetch_list=[loss.name])[0]))
+            scheduler.step()
+    return losses
+
+
+def train_model(out: Path, name: str, build, data: dict, optimizer, exe, epochs: int = 0) -> dict:
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 43
     with paddle.static.program_guard(main, startup):
@@ -189,7 +209,9 @@ def train_model(out: Path, name: str, build, data: dict, optimizer, exe) -> dict
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
     evaluated = dict(zip(["loss", *[k for k in ("psnr", "ssim") if k in names]], map(float, whole)))
-    return {**names, "loss": loss.name, "losses": losses, "eval": evaluated}
+    init = dict(np.load(folder / "init.npz"))
+    stepped = {"epoch_losses": by_epochs(main, startup, exe, loss, init, data, epochs)} if epochs else {}
+    return {**names, "loss": loss.name, "losses": losses, "eval": evaluated, **stepped}
 
 
 def baseline(out: Path, data: dict, exe) -> dict:
@@ -260,7 +282,7 @@ def main(out: Path) -> None:
     noise = {"noisy": (np.round(255 * (clean + RNG.normal(0, 0.1, clean.shape))) / 255).astype(np.float32),
              "clean": clean}
     meta = {"sr": train_model(out, "sr", sr_program, sr_data, adam_steps, exe),
-            "sr_nhwc": train_model(out, "sr_nhwc", sr_nhwc_program, nhwc, adam_steps, exe),
+            "sr_nhwc": train_model(out, "sr_nhwc", sr_nhwc_program, nhwc, adam_steps, exe, epochs=3),
             "dncnn": train_model(out, "dncnn", dncnn_program, noise, lambda: paddle.optimizer.Adam(0.005), exe),
             "baseline": baseline(out, sr_data, exe), "schedule": SCHEDULE, "resize": resizes(out, exe)}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -86,11 +86,14 @@ from .train_report import JsonLinesReporter
 @click.option("--plot", type=click.Path(), help="Draw the fetched scalars per step and per epoch (.png, .svg; "
               "needs matplotlib: pip install 'gradc[plot]').")
 @click.option("--lr-schedule", metavar="SPEC",
-              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
-                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
+              help="Learning rate per step (per epoch: --lr-per-epoch), written before each run as Paddle's "
+                   "LRScheduler does: values (0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, "
+                   "step_size=2)'.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), metavar="RATE",
               help="The learning rate of every step instead of the one compiled in (what --lr-schedule RATE writes).")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+@click.option("--lr-per-epoch", is_flag=True, help="--lr-schedule's value at the epoch, not the step: the scheduler "
+              "stepped after each epoch (MultiStepDecay's milestones in epochs), as Paddle's epoch loops step it.")
 @click.option("--lbfgs", "lbfgs_spec", is_flag=False, flag_value="", metavar="[ARGS]", help="Train a program "
               "compiled without --optimizer by L-BFGS, as paddle.optimizer.LBFGS: each step up to max_iter iterations "
               "on its batch. ARGS: LBFGS's keyword arguments, e.g. \"max_iter=20, line_search_fn='strong_wolfe'\" "
@@ -104,8 +107,8 @@ from .train_report import JsonLinesReporter
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
-          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, lbfgs_spec,
-          after_steps, as_json, strict_params):
+          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch,
+          lbfgs_spec, after_steps, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -120,7 +123,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     for given, option, needed, needs in ((monitor, "--monitor", early_stop, "--early-stop"),
                                          (checkpoint_every, "--checkpoint-every", checkpoint_dir or resume,
                                           "--checkpoint-dir (or --resume)"),
-                                         (lr_var, "--lr-var", lr_schedule, "--lr-schedule")):
+                                         (lr_var, "--lr-var", lr_schedule, "--lr-schedule"),
+                                         (lr_per_epoch, "--lr-per-epoch", lr_schedule, "--lr-schedule")):
         if given and not needed:   # else silently unused
             raise click.UsageError(f"{option}: only with {needs}")
     if data is None:
@@ -154,7 +158,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     try:
         trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                           lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
-                          log_grad_norms=log_grad_norms, lbfgs=lbfgs, after_step=after_steps)
+                          log_grad_norms=log_grad_norms, lbfgs=lbfgs, after_step=after_steps, lr_per_epoch=lr_per_epoch)
     except GradcError as exc:   # what L-BFGS finds missing in the program: said of the file
         if lbfgs is None or str(exc).startswith(str(program)):
             raise

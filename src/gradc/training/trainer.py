@@ -48,12 +48,14 @@ class Trainer:
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
                  executor: Executor | None = None, paddle_stream: bool = False, log_grad_norms: bool = False,
-                 lbfgs: LBFGS | None = None, after_step: Sequence[Program | str | os.PathLike] = ()):
+                 lbfgs: LBFGS | None = None, after_step: Sequence[Program | str | os.PathLike] = (),
+                 lr_per_epoch: bool = False):
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
         reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module).
         ``log_grad_norms``: measure each parameter's gradient every step (``grad_norms``, the reporters show it).
         ``lbfgs``: each step is an L-BFGS step (gradc.training.lbfgs) of a program compiled without an optimizer.
-        ``after_step``: programs run on the scope, unfed, after every step (TransE's renormalisation, say)."""
+        ``after_step``: programs run on the scope, unfed, after every step (TransE's renormalisation, say).
+        ``lr_per_epoch``: the schedule's value at the epoch, not the step (a scheduler stepped after each epoch)."""
         self.program = program if isinstance(program, Program) else load(program)
         self.after_step = [after if isinstance(after, Program) else load(after) for after in after_step]
         if lbfgs is not None and lr_schedule is not None:
@@ -76,7 +78,7 @@ class Trainer:
         self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         schedules_plateau.check_watched(self.schedule, self.fetch)
-        self.lr_var = lr_var
+        self.lr_var, self.lr_per_epoch = lr_var, lr_per_epoch   # per epoch: the scheduler stepped after each
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
@@ -97,7 +99,8 @@ class Trainer:
         """One step of the training program on ``feed``; the fetched scalars."""
         self._reseed(STEP, self.step)
         if self.schedule is not None:
-            update = self.step // schedules.runs_per_update(self.program, self.scope)   # gradient merge: k runs
+            update = (self.epoch if self.lr_per_epoch     # gradient merge: k runs an update
+                      else self.step // schedules.runs_per_update(self.program, self.scope))
             schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
         fetch = self.fetch + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
         try:
@@ -180,7 +183,7 @@ class Trainer:
         epochs = epochs if epochs is not None else -(-steps // batches) if steps else 1
         self.check_data(data, eval_data, batch_size, drop_last)
         if self.schedule is not None:   # a schedule that ends (OneCycleLR) refuses a run too long before its first step
-            self.schedule(min(epochs * batches, steps or epochs * batches) - 1)
+            self.schedule((epochs if self.lr_per_epoch else min(epochs * batches, steps or epochs * batches)) - 1)
         if checkpoint_dir:
             checkpoint_directory(checkpoint_dir)
         reporter = reporter or Reporter()
@@ -302,9 +305,9 @@ class Trainer:
 
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
           check_nan: bool = False, lr_schedule=None, lr_var=None, paddle_stream: bool = False,
-          lbfgs: LBFGS | None = None, **fit_options) -> History:
+          lbfgs: LBFGS | None = None, lr_per_epoch: bool = False, **fit_options) -> History:
     """Trainer(program, startup, scope, ...).fit(data, **fit_options) in one call."""
-    trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream, lbfgs=lbfgs)
+    trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan, lr_schedule=lr_schedule,
+                      lr_var=lr_var, paddle_stream=paddle_stream, lbfgs=lbfgs, lr_per_epoch=lr_per_epoch)
     return trainer.fit(data, **fit_options)
 
