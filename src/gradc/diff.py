@@ -135,16 +135,14 @@ MAX_PAIRS = 1 << 20
 
 
 def align_ops(a: list[OpDesc], b: list[OpDesc]) -> list[tuple[str, int, int, int, int]]:
-    """difflib-style opcodes aligning two op lists by type. A large block (difflib took 5-7 s for a 9,000-op MLP
-    and its training program) is first anchored on ops equal in type and slots, the same op in all but attributes:
+    """difflib-style opcodes aligning two op lists by type, first anchored on ops equal in type and slots, the same
+    op in all but attributes (by type alone, a LoRA layer's bias add paired with its adapter's add after it; and
+    difflib took 5-7 s for a 9,000-op MLP and its training program):
     the runs of them common to both ends, then those found once on each side (the longest run in the same order,
     as patience diff takes). Between anchors ops pair by type; a gap still too large shows as removed and added
     ops (paired up where both sides have as many)."""
     types_a, types_b = [op.type for op in a], [op.type for op in b]
     opcodes: list[tuple[str, int, int, int, int]] = []
-    if len(a) * len(b) <= MAX_PAIRS:
-        _by_type(types_a, types_b, 0, len(a), 0, len(b), opcodes)
-        return opcodes
     keys_a, keys_b = [_key(op) for op in a], [_key(op) for op in b]
     i0, i1, j0, j1, tail = _common_ends(keys_a, keys_b, 0, len(a), 0, len(b), opcodes)
     for i, j in [*_unique_anchors(keys_a, keys_b, i0, i1, j0, j1), (i1, j1)]:

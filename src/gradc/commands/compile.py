@@ -26,7 +26,7 @@ from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode
 from ..verification import verify
 from .json_output import emit, recorded_warnings
 from .loss_option import loss_option
-from .name_globs import input_gradients, matching, with_gradients
+from .name_globs import input_gradients, matching, warn_frozen_named, with_gradients
 
 
 @click.command()
@@ -123,6 +123,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             _say_mode(prog, train_mode, say)
         params = matching(params, [var.name for var in prog.global_block.vars.values() if var.is_parameter],
                            "--param", "parameter of block 0")
+        warn_frozen_named(prog.global_block, params)
         if test_mode:
             from ..training.programs import set_test_mode  # here: its executor imports numpy, which compile needs not
             set_test_mode(prog)

@@ -17,6 +17,7 @@ from ..listing import BOOKKEEPING
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
+from .info_optimizer import optimizer_facts, optimizer_line
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -71,7 +72,7 @@ def summary(program: str) -> dict:
             "trained_parameters": _trained(kinds, params, optimized),
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(ops, kinds, persistable, written) if params else {},
-            "optimizer": _optimizer(ops, kinds, written),
+            "optimizer": optimizer_facts(ops, kinds, written),
             "sparse_gradients": _sparse_gradients(block, ops, kinds),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
 
@@ -92,25 +93,6 @@ def _trained(kinds: list[str], params: list, optimized: set[str]) -> list[str] |
     if OPTIMIZER not in kinds:
         return None
     return sorted(var.name for var in params if var.name in optimized)
-
-
-def _optimizer(ops: list, kinds: list[str], written: set[str]) -> dict | None:
-    """A training program's update ops by type, the parameters an AdamW leaves undecayed (Paddle's
-    apply_decay_param_fun writes with_decay False), a global-norm clip's norm, and whether ops write the rate."""
-    updates = [op for op, kind in zip(ops, kinds) if kind == OPTIMIZER and op.inputs.get("Param")]
-    if not updates:
-        return None
-    constants = {op.output("Out")[0]: op.attrs.get("value") for op in ops if op.type == "fill_constant"}
-    # ClipGradByGlobalNorm: max(clip_norm, sqrt(sum of squared_l2_norm)), the norm a fill_constant (X or, in PIR, Y)
-    clips = [constants[name] for op, kind in zip(ops, kinds) if kind == OPTIMIZER and op.type == "elementwise_max"
-             for name in op.input_names() if name in constants] if any(
-        op.type == "squared_l2_norm" for op in ops) else []
-    rates = sorted({name for op in updates for name in op.inputs.get("LearningRate", [])})
-    return {"updates": dict(Counter(op.type for op in updates)),
-            "decay_off": sorted(op.input("Param")[0] for op in updates if op.attrs.get("with_decay") is False),
-            "decay": sorted({round(op.attrs["coeff"], 7) for op in updates if op.attrs.get("with_decay")}),
-            "clip_global_norm": round(clips[0], 7) if clips else None,
-            "learning_rates": rates, "rates_written": [name for name in rates if name in written]}
 
 
 # forward op -> its table slot, whose gradient is sparse when the op has is_sparse
@@ -169,7 +151,9 @@ def _lines(facts: dict) -> list[str]:
         lines.append(f"persistable vars (the values --params gives): {len(params)} ({facts['parameter_values']:,} "
                      f"values)")
     marked = set(facts["trained_parameters"]) if partly else set()
-    lines += [f"  {_shown(var)}{'  *' if var['name'] in marked else ''}" for var in params[:LISTED]]
+    frozen_ones = set(facts.get("frozen_parameters", ()))
+    lines += [f"  {_shown(var)}{'  *' if var['name'] in marked else '  frozen' if var['name'] in frozen_ones else ''}"
+              for var in params[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
     if facts["sparse_gradients"]:
@@ -177,7 +161,7 @@ def _lines(facts: dict) -> list[str]:
             f"{name} ({how})" for name, how in facts["sparse_gradients"].items()))
     lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
     if facts["optimizer"]:
-        lines.append(_optimizer_line(facts["optimizer"]))
+        lines.append(optimizer_line(facts["optimizer"]))
     for draw in facts["equal_draws"]:
         lines.append(f"note: {', '.join(draw['vars'])} start equal: their initialisers draw with one seed, "
                      f"{draw['seed']} (a program's random_seed is every initialiser's: ensemble members start as one "
@@ -187,25 +171,6 @@ def _lines(facts: dict) -> list[str]:
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
     lines.append(f"op types in block 0: {shown}{more}")
     return lines
-
-
-def _optimizer_line(optimizer: dict) -> str:
-    """'optimizer: adamw 45; weight decay 0.1, off for 30 (...); gradients clipped to a global norm of 1; learning
-    rate learning_rate_0, ...'."""
-    parts = [", ".join(f"{kind} {count}" for kind, count in optimizer["updates"].items())]
-    off = optimizer["decay_off"]
-    if optimizer["decay"] or off:
-        named = ", ".join(off[:LISTED // 2]) + (f", ... ({len(off)} in all)" if len(off) > LISTED // 2 else "")
-        parts.append(f"weight decay {', '.join(map(str, optimizer['decay'])) or 'none'}"
-                     + (f", off for {len(off)} ({named})" if off else ""))
-    if optimizer["clip_global_norm"] is not None:
-        parts.append(f"gradients clipped to a global norm of {optimizer['clip_global_norm']:g}")
-    for rate in optimizer["learning_rates"]:
-        parts.append(f"learning rate {rate}, " + ("a schedule's: ops of the program write it"
-                                                  if rate in optimizer["rates_written"] else
-                                                  "no op writes it: a constant, or a scheduler's that the host sets "
-                                                  "(gradc train --lr-schedule)"))
-    return "optimizer: " + "; ".join(parts)
 
 
 def _equal_draws(block: Block) -> list[dict]:

@@ -1,11 +1,12 @@
-"""Options that name vars (compile's --param and --no-grad, check's --wrt) take globs: '*lora*' names every LoRA
-adapter of a model, where listing them one by one is what a fine-tuner would otherwise do."""
+"""Options that name vars (compile's --param and --no-grad, check's --wrt, run's --fetch) take globs: '*lora*'
+names every LoRA adapter of a model, where listing them one by one is what a fine-tuner would otherwise do."""
 
 from __future__ import annotations
 
 import fnmatch
+import warnings
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcWarning
 from ..ir import DIFFERENTIABLE_DTYPES, Program
 
 
@@ -51,3 +52,25 @@ def input_gradients(program: Program, grads: dict[str, str]) -> list[tuple[str, 
         raise GradcError(f"--wrt: no gradient of {', '.join(missing)}: on no path to the loss, or cut by a var the "
                          f"program marks stop_gradient (--no-grad too)")
     return list(grads.items())
+
+
+def fetched_globs(program: Program, fetches: tuple[str, ...]) -> list[str]:
+    """run's --fetch options, each glob ('linear_*@GRAD': a layer's gradients, to square for an EWC Fisher) replaced
+    by the vars of block 0 it matches that an op writes or that are persistable, in the block's order; a name with
+    '=' (NAME=KEY) or a var named as written is kept as it is."""
+    block = program.global_block
+    written = {name for op in block.ops for name in op.output_names()}
+    names = [name for name, var in block.vars.items() if name in written or var.persistable]
+    return [name for fetch in fetches
+            for name in ([fetch] if "=" in fetch or block.find_var(fetch) is not None
+                         else matching((fetch,), names, "--fetch", "var of block 0 an op writes or persistable"))]
+
+
+def warn_frozen_named(block, params: list[str]) -> None:
+    """compile --param naming parameters the program freezes: they get no gradient, whatever --param says (the
+    program marks what they compute stop_gradient too, as Paddle does, so clearing their flag would not free them)."""
+    frozen = [name for name in params if block.find_var(name) is not None and block.var(name).stop_gradient]
+    if frozen:
+        warnings.warn(f"--param names {len(frozen)} parameter(s) the program freezes, which get no gradient: "
+                      f"{', '.join(frozen)} (stop_gradient: Paddle's ParamAttr(trainable=False) or .stop_gradient = "
+                      f"True); to train them, save the model with them trainable", GradcWarning, stacklevel=2)

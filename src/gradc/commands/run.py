@@ -22,7 +22,7 @@ from ..ir import DIFFERENTIABLE_DTYPES
 from ..training.params import initialised_values, read_files, require_values, run_startup
 from .json_output import emit, held_notes
 from .loss_option import loss_option
-from .name_globs import matching
+from .name_globs import fetched_globs, matching
 from .run_feeds import feed_arrays, model_inputs, naming_feed
 from .run_repeat import stacked
 from .run_reports import (
@@ -69,7 +69,7 @@ def _fetch_keys(prog, fetches: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """The vars of --fetch NAME or NAME=KEY options and the keys --out stores them under (a var whose own name holds
     '=' is taken whole); two fetches stored under one key are refused, as the second would replace the first."""
     names, keys = [], []
-    for fetch in fetches:
+    for fetch in fetched_globs(prog, fetches):
         name, key = (fetch.rsplit("=", 1) if "=" in fetch and prog.global_block.find_var(fetch) is None
                      else (fetch, fetch))
         names.append(name)
@@ -95,8 +95,9 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
                    "Paddle 1.x's directory of one file per var. Repeatable, loaded in order.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--fetch", "fetches", multiple=True, help="A var to fetch; NAME=KEY stores it as KEY in --out (a "
-              "decoding step's caches under the names the next step is fed). Repeatable. An input the fetches do not "
+@click.option("--fetch", "fetches", multiple=True, help="A var to fetch, or a glob of them ('*.w_0@GRAD'); "
+              "NAME=KEY stores it as KEY in --out (a decoding step's caches under the names the next step is fed). "
+              "Repeatable. An input the fetches do not "
               "need may be left out of --feed: only the ops they need run.")
 @click.option("-o", "--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, "
               "...).")

@@ -156,10 +156,12 @@ class Optimizer:
         params = [p for p, _ in pairs]
         if not params:
             raise GradcError("no parameter has a gradient: append the backward first")
-        unknown = sorted(set(param_attrs or {}) - set(params))
+        # a ParamAttr of a frozen parameter is Paddle's to ignore (layer-wise rates over a model partly frozen)
+        unknown = sorted(name for name in param_attrs or {}
+                         if emit.block.find_var(name) is None or not emit.block.var(name).is_parameter)
         if unknown:
-            raise GradcError(f"param_attrs name {', '.join(unknown)}, which the program does not train "
-                             f"(trained: {', '.join(params)})")
+            raise GradcError(f"param_attrs name {', '.join(unknown)}, which the program does not train: no "
+                             f"parameter of it (trained: {', '.join(params)})")
         attrs = {p: (param_attrs or {}).get(p) or ParamAttr() for p in params}
         for tensor in self.tensors().values():
             emit.persistable(tensor.name, [1], VarType.FP32, tensor.value, stop_gradient=True)

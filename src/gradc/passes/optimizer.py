@@ -32,7 +32,10 @@ class OptimizerPass(Pass):
 
     def requires(self, program: Program) -> None:
         if not trained_parameters(program.global_block):
-            raise self.fail("no parameter has a gradient: run the backward pass first")
+            # after a backward pass that ran, "run it first" would mislead: it found nothing to differentiate
+            raise self.fail("no parameter has a gradient: run the backward pass first" if self.backward is None else
+                            "no parameter got a gradient of the loss: each is stop_gradient (Paddle's "
+                            "trainable=False), left out by --param or --no-grad, or on no path to the loss")
 
     def apply(self, program: Program) -> Program:
         return self.optimizer.apply(program, self.param_attrs, self.backward.pairs if self.backward else None)
