@@ -81,6 +81,30 @@ def test_lora_trains_to_paddles_steps_with_the_frozen_base_bit_identical(files, 
     np.testing.assert_allclose([s[META["lora"]["loss"]] for s in steps], META["lora"]["losses"], rtol=3e-7)
 
 
+def test_save_trained_writes_the_adapters_alone(files, lora_trained):
+    """--save-params writes all 12 parameters, the frozen base too (788 values); a fine-tuner keeps the adapters alone,
+    and before did it in numpy. Now --save-trained writes the 8 parameters the optimizer ops update (372 values; of
+    Paddle's PIR program the same 8), and the base's file with it after give the trained model's logits exactly."""
+    _ok("compile", files / "lora.pb", "-o", files / "lora_keep.pb", "--optimizer", "adamw", "--lr", 0.01,
+        "--weight-decay", 0.01, "--param-lr", "linear_2*=0")
+    _train(files, "lora_keep.pb", "data_b.npz", 5, "lora_all.npz", "--startup", files / "lora_keep.startup.pb",
+           "--startup", files / "lora_startup.pb", "--save-trained", files / "adapters.npz")
+    adapters = np.load(files / "adapters.npz")
+    assert sorted(adapters.files) == sorted(META["lora"]["trainable"])
+    assert sum(adapters[name].size for name in adapters.files) == 372
+    for name in adapters.files:
+        np.testing.assert_array_equal(adapters[name], lora_trained[2][name])
+    for params, out in ((("--params", files / "pretrained.pdparams", "--params", files / "adapters.npz"), "split"),
+                        (("--params", files / "lora_gradc.npz"), "whole")):
+        _ok("run", files / "lora.pb", *params, "--feed", files / "test_x.npz", "--fetch", "tmp_5", "--out",
+            files / f"{out}.npz")
+    np.testing.assert_array_equal(np.load(files / "split.npz")["tmp_5"], np.load(files / "whole.npz")["tmp_5"])
+    run = _ok("train", files / "lora_pir_train.json", "--startup", files / "lora_pir_startup.json", "--params",
+              files / "pretrain_trained.npz", "--data", files / "data_b.npz", "--batch-size", 8, "--steps", 1,
+              "--fetch", "loss", "--save-trained", files / "adapters_pir.npz")
+    assert "wrote" in run.stdout and sorted(np.load(files / "adapters_pir.npz").files) == sorted(adapters.files)
+
+
 def test_merged_export_gives_the_adapter_models_outputs_and_paddles(files, lora_trained):
     """W + A B alpha/r merged in numpy from gradc's adapters: merged.pb's logits are the adapter model's to 1e-6 and
     Paddle's merged ones to 1e-6; gradc export of it (PIR JSON) runs to the same, and Paddle's jit.save of the merged

@@ -21,7 +21,7 @@ from ..training.interrupt import Stopped
 from ..training.lbfgs import parse as parse_lbfgs
 from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
-from ..training.programs import updates_nothing
+from ..training.programs import updated_parameters, updates_nothing
 from ..training.report import ConsoleReporter
 from .run import STRICT_PARAMS
 from .train_report import JsonLinesReporter
@@ -80,6 +80,9 @@ from .train_report import JsonLinesReporter
 @click.option("--save-params", type=click.Path(), help="Write the trained model parameters (no optimizer state): "
               ".npz, .pdiparams (Paddle's load_inference_model reads it) or .pdparams; a .pdopt gets the "
               "optimizer's state instead, as paddle.static.save splits them.")
+@click.option("--save-trained", type=click.Path(), help="Write only the parameters the optimizer ops update (a "
+              "LoRA's adapters, BitFit's biases: not the frozen base), as --save-params; load them after the base's "
+              "file with a second --params.")
 @click.option("--save-ema", type=click.Path(), help="Write the parameters' exponential moving averages (the "
               "program's paddle.static.ExponentialMovingAverage), bias-corrected as its apply() gives them: the "
               "weights to sample or export. .npz, .pdiparams or .pdparams.")
@@ -107,8 +110,8 @@ from .train_report import JsonLinesReporter
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
-          checkpoint_every, paddle_stream, resume, save_params, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch,
-          lbfgs_spec, after_steps, as_json, strict_params):
+          checkpoint_every, paddle_stream, resume, save_params, save_trained, save_ema, plot, lr_schedule, lr, lr_var,
+          lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -139,12 +142,12 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if lr_schedule in KINDS:
         raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
                                f"compile (with --decay-steps N); gradc train then needs no schedule")
-    for path in (save_params, save_ema, plot):
+    for path in (save_params, save_trained, save_ema, plot):
         if path:
             check_writable(path)
             if as_json and is_stdout(path):
                 raise click.UsageError(f"--json and {path}: both would write to stdout; give a file")
-    for path in (save_params, save_ema):
+    for path in (save_params, save_trained, save_ema):
         if path:
             check_params_path(path)
     if plot:
@@ -196,6 +199,10 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         if not as_json:
             held = "optimizer state values" if str(save_params).endswith(".pdopt") else "model parameters"
             click.echo(f"wrote {save_params} ({len(names)} {held})")
+    if save_trained:
+        names = write_model_params(trainer.scope, save_trained, trainer.program, updated_parameters(trainer.program))
+        if not as_json:
+            click.echo(f"wrote {save_trained} ({len(names)} trained parameters)")
     if save_ema:
         names = write_model_params(ema_applied(trainer.scope), save_ema, trainer.program)
         if not as_json:

@@ -38,6 +38,14 @@ def updates_parameters(program: Program) -> bool:
     return False
 
 
+def updated_parameters(program: Program) -> list[str]:
+    """The parameters an update op of block 0 writes (its ParamOut: a parameter ParamAttr(learning_rate=0) keeps at
+    its value too), by name: a fine-tuned model's own part, without the frozen base."""
+    block = program.global_block
+    return sorted({name for op in block.ops if op.type in UPDATES or roles.has_role(op, roles.OPTIMIZE)
+                   for name in op.output_names() if (var := block.find_var(name)) is not None and var.is_parameter})
+
+
 def updates_nothing(program: Program) -> str | None:
     """Why a step of ``program`` would change none of its parameters (no optimizer or update op in any block), or
     None: a forward program, or a compiled backward without --optimizer, given to training by mistake."""
