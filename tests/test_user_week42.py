@@ -225,6 +225,27 @@ def test_info_says_which_parameters_are_frozen_and_their_rate_multipliers(files)
     assert facts["rate_multipliers"] == {"learning_rate_0 x 0": ["linear_2.b_0", "linear_2.w_0"]}
 
 
+def test_info_reads_a_checkpoint_and_a_partial_load(files):
+    """A fine-tuner loading a pretraining checkpoint into the LoRA program wants to see, before training, what the file
+    gives. Before, `gradc info pretrained.pdparams` was refused ("a parameter file, not a program") and nothing said
+    which of a program's parameters a file gives: a missing one was found when train refused, a head of another shape
+    one at a time. Now info lists the checkpoint, and `info PROGRAM --params FILE` the parameters given, those a
+    startup must initialise, unused values and other shapes (--json too)."""
+    lines = _ok("info", files / "pretrained.pdparams").stdout.splitlines()
+    assert lines[0].endswith("a parameter file, 6 arrays (484 values); give it to a program with --params (gradc "
+                             "info PROGRAM --params FILE: what it gives the program)")
+    assert lines[1:] == [f"  {name}  float32{list(np.load(files / 'pretrain_trained.npz')[name].shape)}"
+                         for name in sorted(BASE)]
+    text = _ok("info", files / "lora.pb", "--params", files / "pretrained.pdparams").stdout
+    assert "pretrained.pdparams: gives 6 of the 12 parameters\n  not given (a startup program must initialise " \
+           "them): lora0_A, lora0_B, lora1_A, lora1_B, lora2_A, lora2_B\n" in text
+    head = {**np.load(files / "pretrain_trained.npz"), "linear_2.w_0": np.zeros((16, 10), np.float32)}
+    np.savez(files / "head10_extra.npz", **head, lora9_A=np.zeros(2))
+    facts = json.loads(_ok("info", files / "merged.pb", "--params", files / "head10_extra.npz", "--json").stdout)["params"]
+    assert facts["not_given"] == [] and facts["unused"] == ["lora9_A"]
+    assert facts["other_shape"] == {"linear_2.w_0": {"file": [16, 10], "program": [16, 4]}}
+
+
 def test_diff_of_the_adapter_and_merged_programs_keeps_the_base_ops_paired(files):
     """gradc diff lora.pb merged.pb: before, ops paired by type alone, so layer 0's bias add (in both programs, the
     same op) showed as removed and the adapter's add after it as changed into it ("op 5/1 elementwise_add"), layer 1

@@ -18,6 +18,7 @@ from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, mark
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
 from .info_optimizer import optimizer_facts, optimizer_line
+from .info_params import file_facts, file_lines, loading_facts, loading_lines
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
                 "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
@@ -29,10 +30,26 @@ SEEDED_DRAWS = ("uniform_random", "gaussian_random", "truncated_gaussian_random"
 @click.argument("program", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead, listing every parameter and "
               "op type.")
-def info(program, as_json):
-    """Summarise a program: its format and kind, inputs, outputs, parameters, loss and op types."""
+@click.option("--params", "params", multiple=True, type=click.Path(), help="Parameter files read against the program "
+              "as train and run load them, later ones winning: which parameters they give, which they leave to a "
+              "startup program, their values the program has no var for or of another shape. Repeatable.")
+def info(program, as_json, params):
+    """Summarise a program: its format and kind, inputs, outputs, parameters, loss and op types; or what a parameter
+    file (.npz, .pdparams, .pdopt) holds."""
+    if program != STDIO and str(program).endswith((".npz", ".pdparams", ".pdopt")):
+        if params:
+            raise click.UsageError("--params: give the program as PROGRAM")
+        facts = file_facts(program)
+        click.echo(json.dumps(facts) if as_json else "\n".join(file_lines(facts)))
+        return
+    if params and program == STDIO:
+        raise click.UsageError("--params: with a program file, not one piped in")
     facts = summary(program)
-    click.echo(json.dumps(facts) if as_json else "\n".join(_lines(facts)))
+    lines = _lines(facts)
+    if params:
+        facts["params"] = loading_facts(load(program), params)
+        lines += loading_lines(facts["params"], len(facts["parameters"]))
+    click.echo(json.dumps(facts) if as_json else "\n".join(lines))
 
 
 def summary(program: str) -> dict:
