@@ -241,7 +241,8 @@ def test_info_reads_a_checkpoint_and_a_partial_load(files):
            "them): lora0_A, lora0_B, lora1_A, lora1_B, lora2_A, lora2_B\n" in text
     head = {**np.load(files / "pretrain_trained.npz"), "linear_2.w_0": np.zeros((16, 10), np.float32)}
     np.savez(files / "head10_extra.npz", **head, lora9_A=np.zeros(2))
-    facts = json.loads(_ok("info", files / "merged.pb", "--params", files / "head10_extra.npz", "--json").stdout)["params"]
+    facts = json.loads(_ok("info", files / "merged.pb", "--params", files / "head10_extra.npz",
+                           "--json").stdout)["params"]
     assert facts["not_given"] == [] and facts["unused"] == ["lora9_A"]
     assert facts["other_shape"] == {"linear_2.w_0": {"file": [16, 10], "program": [16, 4]}}
 
