@@ -130,7 +130,7 @@ class Differ:
 
 
 # difflib aligns by type in time quadratic in the ops compared, as it has few distinct elements to go by: up to this
-# many pairs of ops (about 0.05 s), the whole block; in a larger block, the gaps between anchors (align_ops).
+# many pairs of ops (about 0.05 s) in a gap between anchors (align_ops).
 MAX_PAIRS = 1 << 20
 
 
