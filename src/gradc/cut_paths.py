@@ -95,12 +95,11 @@ def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
 
 def cut_at(program: Program, names: list[str]) -> tuple[Program, list[str]]:
     """A copy of ``program`` without the ops that write ``names`` (intermediate vars, such as a tagger's emissions),
-    which a run of the copy is to be fed: the loss as a function of those values. Also 'TYPE (block 0, op I)' of each
-    such op that writes another var a kept op reads, which the copy would lack (the cut is refused then)."""
+    which a run of the copy is to be fed: the loss as a function of those values. Also the other outputs of those
+    ops that a kept op reads (top_k's indices beside its values), which the run is to be fed too."""
     copy = program.clone()
     block, wanted = copy.global_block, set(names)
-    removed = [(index, op) for index, op in enumerate(block.ops) if wanted & set(op.output_names())]
+    removed = [op for op in block.ops if wanted & set(op.output_names())]
     block.ops = [op for op in block.ops if not wanted & set(op.output_names())]
     read = {name for op in block.ops for name in op.input_names()}
-    shared = [f"{op.type} (block 0, op {index})" for index, op in removed if (set(op.output_names()) - wanted) & read]
-    return copy, shared
+    return copy, [name for op in removed for name in op.output_names() if name not in wanted and name in read]

@@ -212,18 +212,18 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
 
     cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
     held_values = dict(zip(held, run(program, fed(), held, scope()))) if held else {}
-    cuts = {}   # each activation's own cut: fed one, the loss still depends on the others through it
+    cuts, siblings = {}, {}   # each activation's own cut: fed one, the loss still depends on the others through it
     for name in activations:
         cuts[name], shared = cut_at(cut, [name])
-        if shared:
-            raise GradcheckError(f"cannot check the gradient of {name} (--wrt): {', '.join(shared)} also writes vars "
-                                 f"the rest reads, which a run without it would lack")
+        # its writer's other outputs (top_k's indices: the routing) held, as its gradient, a partial derivative, holds
+        siblings[name] = dict(zip(shared, run(program, fed(), shared, scope()))) if shared else {}
         # fed now, it is declared as its value: Paddle may have declared it off (affine_grid's of a shape tensor)
         cuts[name].global_block.var(name).shape = list(known[name].shape)
     values.update({name: known[name] for name in activations})
 
     def fed_for(name: str) -> dict:   # the feed of name's cut: the other checked activations, it computes them
-        return {key: value for key, value in fed().items() if key not in cuts or key == name} | held_values
+        return {key: value for key, value in fed().items() if key not in cuts or key == name} | held_values | \
+            siblings.get(name, {})
 
     # a var a constant op writes (Normal(0, 1)'s scale) has no gradient in the whole program: a leaf of its own cut
     for name in set(activations) - set(computed) if compiled is None else ():
