@@ -21,6 +21,14 @@ def _last_op(block: Block):
     return next((op for op in reversed(block.ops) if op.type not in OBSERVERS), None)
 
 
+def _carrying_outputs(op) -> list[str]:
+    """The op's outputs a gradient can start from: a slot no grad op reads (einsum's InnerCache, declared a scalar)
+    is no loss."""
+    opdef = registry.OPS.get(op.type)
+    skipped = opdef.no_grad_outputs if opdef is not None else frozenset()
+    return [name for slot, names in op.outputs.items() if slot not in skipped for name in names]
+
+
 def loss_candidates(program: Program) -> list[str]:
     """Float vars with a single element written by the last op of block 0 (observers left out), or, in a saved
     program ending with fetch ops (Paddle 3's PIR models end so), fetched by them (metrics left out)."""
@@ -32,7 +40,7 @@ def loss_candidates(program: Program) -> list[str]:
     observed = {name for op in block.ops if op.type in OBSERVERS for name in op.output_names()}
     fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X") if name not in observed]
     names = []
-    for name in fetched if last.type == "fetch" else last.output_names():
+    for name in fetched if last.type == "fetch" else _carrying_outputs(last):
         var = block.find_var(name)
         if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
             names.append(name)
@@ -47,7 +55,7 @@ def unread_scalars(program: Program) -> list[str]:
     names = []
     # an op that reads nothing writes a constant, no loss (paddle.static.auc leaves its unused ins_tag_weight so)
     for op in (op for op in block.ops if op.type not in OBSERVERS and op.input_names()):
-        for name in op.output_names():
+        for name in _carrying_outputs(op):
             var = block.find_var(name)
             if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
                     and var.shape is not None and numel(var.shape) == 1):
