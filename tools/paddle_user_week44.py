@@ -12,6 +12,8 @@ Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0):
 - loop: top-1 by a Python loop over experts, each its own Linear-GELU-Linear, its tokens by paddle.nonzero and
   gather_nd, their gate probs by masked_select, put back by scatter_nd_add.
   All three: AdamW(0.01, weight_decay 0.01), 6 steps of 4 sequences of 6 tokens; the expert load counts fetched.
+- tuned: the switch classifier under AdamW(LinearWarmup(CosineAnnealingDecay(0.01, 6), 2, 0, 0.01), weight_decay
+  0.05, apply_decay_param_fun leaving out biases and LayerNorms, ClipGradByGlobalNorm(1.0)), the schedule stepped.
 - corners.npz / corner_<name>.pb: float64 programs sum(w * f(x)) and Paddle's gradients (paddle.static.gradients):
   topk of values with ties, scatter with duplicate indices (overwrite and add), index_select and gather with repeated
   ids, masked_select, einsum with a repeated subscript, take_along_axis by argsort and argmax; corner_<name>_paddle.pb
@@ -147,16 +149,27 @@ def data(variant: str) -> dict:
     return result
 
 
-def train_model(out: Path, name: str, exe) -> dict:
+def tuned_adamw():
+    """Warmup into a cosine decay, no decay on biases and norms, the global norm clipped at 1."""
+    schedule = paddle.optimizer.lr.LinearWarmup(paddle.optimizer.lr.CosineAnnealingDecay(0.01, T_max=STEPS), 2, 0.0,
+                                                0.01)
+    def decayed(name: str) -> bool:
+        return not (name.endswith(".b_0") or name.startswith("layer_norm"))
+    return paddle.optimizer.AdamW(schedule, weight_decay=0.05, grad_clip=nn.ClipGradByGlobalNorm(1.0),
+                                  apply_decay_param_fun=decayed)
+
+
+def train_model(out: Path, name: str, exe, variant: str = "", optimizer=None) -> dict:
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 44
     with paddle.static.program_guard(main, startup):
-        loss, names = classifier(name)
+        loss, names = classifier(variant or name)
         forward = main.clone()
-        paddle.optimizer.AdamW(0.01, weight_decay=0.01).minimize(loss)
+        chosen = optimizer() if optimizer else paddle.optimizer.AdamW(0.01, weight_decay=0.01)
+        chosen.minimize(loss)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    batches = data(name)
+    batches = data(variant or name)
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
@@ -167,6 +180,8 @@ def train_model(out: Path, name: str, exe) -> dict:
             feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in batches.items()}
             (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
             losses.append(float(value))
+            if isinstance(chosen._learning_rate, paddle.optimizer.lr.LRScheduler):
+                chosen._learning_rate.step()   # static mode: the user steps the schedule, here each step
         np.savez(folder / "trained.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
@@ -256,6 +271,7 @@ def main(out: Path) -> None:
     meta = {name: train_model(out, name, exe) for name in ("switch", "top2", "loop")}
     corner_programs(out, exe)
     einsum_loss_program(out, exe)
+    meta["tuned"] = train_model(out, "tuned", exe, "switch", tuned_adamw)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     pir_half(__file__, out)
 
