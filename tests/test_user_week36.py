@@ -177,6 +177,38 @@ def test_a_kink_is_told_from_a_wrong_gradient():
                  np.array([1.0]), 1e-5, 1e-7) == {}
 
 
+def test_check_along_directions_reports_the_kinks_they_cross(files):
+    """Before, gradc check --directions 8 --wrt x said "MISMATCH along direction 2: compiled 0.00329853, numeric
+    0.00312267" and exit 1: every random direction moves the 57 black pixels off relu's kink, so the loss has no
+    derivative along any. Now such a direction is reported with its two slopes, not compared, as an element at a
+    kink is; with every direction kinked the row says it compared nothing (not 'ok'), and the elements' check is
+    named."""
+    args = ["check", files / "saliency_forward.pb", "--wrt", "x", "--params", files / "saliency_params.npz",
+            "--feed", files / "images.npz", "--directions", 8]
+    run = gradc_cli(*args, "--json")
+    assert run.returncode == 0, run.stdout
+    (x,) = json.loads(run.stdout)["vars"]
+    assert x["compared_nothing"] and x["mismatch"] is None and [kink["direction"] for kink in x["kinks"]] == [*range(8)]
+    for kink in x["kinks"]:
+        assert kink["index"] is None and abs(kink["right"] - kink["left"]) > 1e-5
+    text = gradc_cli(*args).stdout
+    assert "not compared; 8 of the 8 directions cross a kink, not compared" in text
+    assert "no direction compared: the elements' check (--max-elements) tells the kinks apart" in text
+    assert text.endswith("0 var(s) checked: compiled gradients agree with central differences (loss "
+                         "reduce_sum_0.tmp_0); x compared along no direction (each crosses a kink)\n")
+
+
+def test_a_direction_across_a_kink_is_told_from_a_wrong_gradient():
+    """Along a direction, |x| at 0 has slopes of either sign; a smooth function's wrong gradient has no jump."""
+    from gradc.central_differences import direction_kinks
+    at_zero, at_half = np.array([0.0, 0.3]), np.array([0.5, 0.2])
+    unit = np.array([[0.6, 0.8]])
+    found = direction_kinks(lambda: float(np.abs(at_zero).sum()), at_zero, 1e-6, unit, np.array([1e-7]))
+    assert found == {0: pytest.approx((0.8 - 0.6, 0.8 + 0.6))}
+    assert direction_kinks(lambda: float((at_half ** 2).sum()), at_half, 1e-6, unit, np.array([1e-7])) == {}
+    np.testing.assert_array_equal(at_zero, [0.0, 0.3])
+
+
 def test_saliency_and_grad_cam_are_paddles(files):
     """compile --wrt x --wrt the Grad-CAM layer: the input and feature-map gradients of the class scores are
     Paddle's paddle.static.gradients bit for bit; Paddle's own saliency program (Grad-CAM in it: channel weights,

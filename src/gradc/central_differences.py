@@ -104,12 +104,45 @@ def kinks(f, value: np.ndarray, eps: float, indices: np.ndarray, analytic: np.nd
     flat, at = _flat(value), f()
     found = {}
     for k in missing:
-        sides = []
-        for step in (eps, eps / 100):
-            plus, minus = _plus_minus(f, flat, indices[k], step)
-            sides.append(((at - minus) / step, (plus - at) / step))
-        (left, right), (finer_left, finer_right) = sides
-        jump = abs(finer_right - finer_left)
-        if jump > 10 * (atol + rtol * abs(numeric[k])) and jump >= abs(right - left) / 2:
-            found[int(k)] = (float(finer_left), float(finer_right))
+        sides = [_plus_minus(f, flat, indices[k], step) for step in (eps, eps / 100)]
+        if (kink := _kink(at, sides, eps, atol + rtol * abs(numeric[k]))) is not None:
+            found[int(k)] = kink
     return found
+
+
+def direction_kinks(f, value: np.ndarray, eps: float, directions: np.ndarray, tolerances: np.ndarray
+                    ) -> dict[int, tuple[float, float]]:
+    """{row of ``directions``: (left, right) one-sided differences} of the (flat, unit) directions along which f has
+    no derivative, by ``kinks``' test with each direction's tolerance: one that moves a relu's input off exactly 0
+    (every random direction moves every element, so every one crosses such a kink)."""
+    if np.iscomplexobj(value):
+        return {}
+    flat = _flat(value)
+    original, at = flat.copy(), f()
+
+    def plus_minus(direction, step) -> tuple:
+        flat[...] = original + step * direction
+        plus = f()
+        flat[...] = original - step * direction
+        return plus, f()
+
+    found = {}
+    try:
+        for k, direction in enumerate(directions):
+            sides = [plus_minus(direction, step) for step in (eps, eps / 100)]
+            if (kink := _kink(at, sides, eps, tolerances[k])) is not None:
+                found[k] = kink
+    finally:
+        flat[...] = original
+    return found
+
+
+def _kink(at: float, sides: list[tuple], eps: float, tolerance: float) -> tuple[float, float] | None:
+    """(left, right) slopes at step eps/100 from f's values ``at`` the point and ``sides`` ((plus, minus) at steps
+    eps and eps/100), where they differ by a jump above ten tolerances that did not shrink to under half from eps."""
+    (left, right), (finer_left, finer_right) = (((at - minus) / step, (plus - at) / step)
+                                                for (plus, minus), step in zip(sides, (eps, eps / 100)))
+    jump = abs(finer_right - finer_left)
+    if jump > 10 * tolerance and jump >= abs(right - left) / 2:
+        return float(finer_left), float(finer_right)
+    return None

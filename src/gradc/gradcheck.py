@@ -16,14 +16,29 @@ import numpy as np
 from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint, resolve_loss
 from .backward.names import GradNames
-from .central_differences import directional_derivatives, kinks, numeric_grad, random_directions, settled
+from .central_differences import (
+    direction_kinks,
+    directional_derivatives,
+    kinks,
+    numeric_grad,
+    random_directions,
+    settled,
+)
 from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .executor.randomness import same_draws
 from .executor.selected_rows import as_dense
 from .float64_copies import float64_copy
-from .gradcheck_verdicts import Kink, Mismatch, directional_verdict, element_mismatch, element_verdict
+from .gradcheck_verdicts import (
+    Kink,
+    Mismatch,
+    directional_misses,
+    directional_tolerances,
+    directional_verdict,
+    element_mismatch,
+    element_verdict,
+)
 from .ir import DIFFERENTIABLE_DTYPES, Program, dtype_name, grad_name, to_var_type
 from .optimizers.base import last_gradients
 
@@ -42,10 +57,17 @@ def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rt
     return _along_directions(name, value, analytic, objective, eps, rtol, atol, directions, rng)[1]
 
 
-def _along_directions(name, value, analytic, objective, eps, rtol, atol, count, rng) -> tuple[float, Mismatch | None]:
-    """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch)."""
+def _along_directions(name, value, analytic, objective, eps, rtol, atol, count, rng
+                      ) -> tuple[float, Mismatch | None, list[Kink]]:
+    """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch,
+    the directions crossing a kink: their misses are no mismatch, as an element's at a kink is not)."""
     units = random_directions(rng, value, count)
-    return directional_verdict(name, analytic, units, directional_derivatives(objective, value, eps, units), rtol, atol)
+    numeric = directional_derivatives(objective, value, eps, units)
+    misses = directional_misses(analytic, units, numeric, rtol, atol)
+    found = direction_kinks(objective, value, eps, units[misses],
+                            directional_tolerances(analytic, units[misses], rtol, atol)) if misses.size else {}
+    kinked = {int(misses[k]): sides for k, sides in found.items()}
+    return directional_verdict(name, analytic, units, numeric, rtol, atol, kinked)
 
 
 def _declare(program: Program, name: str, array: np.ndarray) -> None:
@@ -242,9 +264,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     for name in wrt:
         value, objective = values[name] if name in values else known[name], objective_of(name)
         if directions is not None and value.size > directions:
-            error, mismatch = _along_directions(name, value, analytic[name], objective, eps, rtol, atol, directions,
-                                                rng)
-            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions))
+            error, mismatch, at_kinks = _along_directions(name, value, analytic[name], objective, eps, rtol, atol,
+                                                          directions, rng)
+            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions, at_kinks))
             continue
         indices = np.arange(value.size)
         if max_elements is not None and value.size > max_elements:

@@ -20,25 +20,48 @@ class Mismatch:
 
 @dataclass
 class Kink:
-    """An element where the loss has no derivative (central_differences.kinks): its sides' slopes, not compared."""
+    """An element (or a random direction: index ()) where the loss has no derivative (central_differences.kinks):
+    its sides' slopes, not compared."""
     index: tuple
     compiled: float
     left: float
     right: float
+    direction: int | None = None
+
+
+def along_units(analytic, units: np.ndarray) -> np.ndarray:
+    """The analytic gradient's derivative along each unit: Re(sum(conj(g) * u)) (vdot conjugates g)."""
+    grad = np.asarray(analytic).reshape(-1)
+    return np.array([np.vdot(grad, u).real for u in units])
+
+
+def directional_tolerances(analytic, units: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Along each unit u, what the element tolerances give for u's parts added in quadrature."""
+    grad = np.asarray(analytic).reshape(-1)
+    return np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
+
+
+def directional_misses(analytic, units: np.ndarray, numeric: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """The rows of ``units`` along which the analytic derivative is off its ``numeric`` central difference (NaN is)."""
+    return np.flatnonzero(~(np.abs(along_units(analytic, units) - numeric)
+                            <= directional_tolerances(analytic, units, rtol, atol)))
 
 
 def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
-                        atol: float) -> tuple[float, Mismatch | None]:
-    """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences."""
-    grad = np.asarray(analytic).reshape(-1)
-    along = np.array([np.vdot(grad, u).real for u in units])   # vdot conjugates grad: Re(sum(conj(g) * u))
-    tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
+                        atol: float, kinked: dict | None = None) -> tuple[float, Mismatch | None, list[Kink]]:
+    """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences: (the
+    largest error of the directions compared, the worst mismatch, the Kinks); a direction crossing a kink
+    (``kinked``, central_differences.direction_kinks) is reported, not compared."""
+    along, kinked = along_units(analytic, units), kinked or {}
     error = np.abs(along - numeric)
-    bad = ~(error <= tolerance)   # a NaN on either side is a mismatch
+    compared = np.isin(np.arange(len(units)), list(kinked), invert=True)
+    bad = np.isin(np.arange(len(units)), directional_misses(analytic, units, numeric, rtol, atol)) & compared
+    found = [Kink((), float(along[k]), left, right, k) for k, (left, right) in kinked.items()]
+    largest = float(error[compared].max(initial=0))
     if not bad.any():
-        return float(error.max()), None
+        return largest, None, found
     k = int(np.argmax(np.where(bad, error, -1)))
-    return float(error.max()), Mismatch(name, float(error.max()), (), float(along[k]), float(numeric[k]), k)
+    return largest, Mismatch(name, largest, (), float(along[k]), float(numeric[k]), k), found
 
 
 def element_mismatch(name, analytic, numeric, rtol, atol) -> Mismatch | None:

@@ -27,6 +27,7 @@ from .run_feeds import feed_arrays, model_inputs, naming_feed
 from .run_repeat import stacked
 from .run_reports import (
     checked_document,
+    compared_nothing,
     dense_array,
     fetched,
     kinks_said,
@@ -255,7 +256,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         m = c.mismatch
-        verdict = ("ok" if m is None else
+        verdict = ("not compared" if compared_nothing(c) else "ok" if m is None else
                    f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}") + kinks_said(c)
         compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
@@ -271,7 +272,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
                        f"does not depend on it)" for name, lookup in padded.items())
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{why}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
-    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences ({differentiated})")
+    unchecked = [c.var for c in checks if compared_nothing(c)]
+    said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""
+    click.echo(f"{len(checks) - len(unchecked)} var(s) checked: compiled gradients agree with central differences "
+               f"({differentiated}){said}")
 
 
 @click.command()

@@ -52,12 +52,25 @@ def mismatch_place(mismatch) -> str:
 
 
 def kinks_said(check) -> str:
-    """What a check's row adds for the elements at a kink (gradcheck.VarCheck.kinks), which it does not compare."""
+    """What a check's row adds for the elements, or the random directions, at a kink (gradcheck.VarCheck.kinks),
+    which it does not compare."""
     if not check.kinks:
         return ""
     first = check.kinks[0]
-    return (f"; {len(check.kinks)} at a kink, not compared (no derivative: the loss's slopes on either side differ), "
-            f"e.g. {list(first.index)}: left {first.left:.6g}, right {first.right:.6g}, compiled {first.compiled:.6g}")
+    if first.direction is None:
+        return (f"; {len(check.kinks)} at a kink, not compared (no derivative: the loss's slopes on either side "
+                f"differ), e.g. {list(first.index)}: left {first.left:.6g}, right {first.right:.6g}, compiled "
+                f"{first.compiled:.6g}")
+    return (f"; {len(check.kinks)} of the {check.directions} directions cross a kink, not compared (no derivative "
+            f"along them: the loss's slopes on either side differ), e.g. direction {first.direction}: left "
+            f"{first.left:.6g}, right {first.right:.6g}, compiled {first.compiled:.6g}"
+            + ("; no direction compared: the elements' check (--max-elements) tells the kinks apart"
+               if len(check.kinks) == check.directions else ""))
+
+
+def compared_nothing(check) -> bool:
+    """Every random direction of ``check`` crossed a kink: it agrees with nothing, and is no 'ok'."""
+    return bool(check.directions) and len(check.kinks) == check.directions
 
 
 def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float) -> dict:
@@ -68,8 +81,10 @@ def checked_document(program: str, losses: list[str], checks, rtol: float, atol:
         m = c.mismatch
         record = {"var": c.var, "size": c.size, "checked": c.checked, "directions": c.directions,
                   "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None,
-                  "kinks": [{"index": list(k.index), "compiled": number(k.compiled), "left": number(k.left),
-                             "right": number(k.right)} for k in c.kinks]}
+                  "compared_nothing": compared_nothing(c),
+                  "kinks": [{"index": None if k.direction is not None else list(k.index), "direction": k.direction,
+                             "compiled": number(k.compiled), "left": number(k.left), "right": number(k.right)}
+                            for k in c.kinks]}
         if m is not None:
             record["mismatch"] = {"index": None if m.direction is not None else list(m.index), "direction": m.direction,
                                   "compiled": number(m.analytic), "numeric": number(m.numeric)}
