@@ -26,6 +26,7 @@ DIRECTIONS = (1, 2, 3)
 def record(part: int, parts: int, out: Path) -> None:
     """Run every ``parts``-th case from ``part``, keeping what each element-wise comparison saw."""
     import gradc.gradcheck as gradcheck
+    import gradc.gradcheck_op as gradcheck_op
     from gradc.central_differences import directional_derivatives, numeric_grad, random_directions
     from gradcheck_cases import all_cases
 
@@ -36,7 +37,7 @@ def record(part: int, parts: int, out: Path) -> None:
         seen["last"] = (directional_derivatives(f, value, eps, units), units)
         return numeric_grad(f, value, eps, indices)
 
-    compare = gradcheck.element_mismatch
+    compare = gradcheck_op.element_mismatch
 
     def recording_compare(name, analytic, numeric, rtol, atol):
         dirs, units = seen.pop("last")
@@ -44,7 +45,7 @@ def record(part: int, parts: int, out: Path) -> None:
                         "units": units, "dirs": dirs, "rtol": rtol, "atol": atol})
         return compare(name, analytic, numeric, rtol, atol)
 
-    gradcheck.numeric_grad, gradcheck.element_mismatch = numeric_and_directional, recording_compare
+    gradcheck_op.numeric_grad, gradcheck_op.element_mismatch = numeric_and_directional, recording_compare
     for case in all_cases()[part::parts]:
         try:
             if case.program is not None:
@@ -58,8 +59,8 @@ def record(part: int, parts: int, out: Path) -> None:
 
 
 def flagged_by_elements(r: dict, grad: np.ndarray) -> bool:
-    from gradc.gradcheck import _compare
-    return _compare(r["var"], grad, r["numeric"], r["rtol"], r["atol"]) is not None
+    from gradc.gradcheck_verdicts import element_mismatch
+    return element_mismatch(r["var"], grad, r["numeric"], r["rtol"], r["atol"]) is not None
 
 
 def flagged_along(r: dict, grad: np.ndarray, k: int) -> bool:
