@@ -22,7 +22,7 @@ class LazyCommand(NamedTuple):
 
 LAZY_COMMANDS = {
     "compile": LazyCommand("compile", "compile", "Append the backward (training) ops of a forward program."),
-    "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
+    "check": LazyCommand("check", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
     "evaluate": LazyCommand("evaluate", "evaluate", "Evaluate a model over a data set: loss and accuracy."),
     "export": LazyCommand("export", "export_command", "Export a program for inference, as save_inference_model."),
