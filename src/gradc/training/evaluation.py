@@ -211,7 +211,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
                          f"example would count as right (give k up to {classes})")
-    require_values(evaluation.program, scope, evaluation.feeds, params, path)
+    # the auc ops count from zero in an evaluation: a model's file holds no counts
+    require_values(evaluation.program, scope, [*evaluation.feeds, *auc_counts(evaluation.program)[0]], params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
     results = {"examples": means.pop("examples")}
     if evaluation.losses:
@@ -282,7 +283,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     totals, tally, count = dict.fromkeys(averaged, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
-    with counting_from_zero(scope, counts):
+    with counting_from_zero(scope, counts, evaluation.program):
         for index, batch in enumerate(data.batches(0, batch_size or data.size)):
             size = 1 if getattr(data, "episodes", False) else examples(batch)   # an episode counts as one
             feed = {name: batch[name] for name in evaluation.feeds}

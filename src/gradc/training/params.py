@@ -235,24 +235,33 @@ def rebuilt_buffer(scope, cells: list[str]) -> np.ndarray:
 
 
 def model_params(program: Program, forward: Program) -> list[str]:
-    """The forward part's persistable vars, and the vars the program marks parameters that only its training ops
-    read (paddle.incubate.asp's 2:4 masks, multiplied into the weights after each update): what
+    """The forward part's persistable vars but the auc ops' counts, and the vars the program marks parameters that
+    only its training ops read (paddle.incubate.asp's 2:4 masks, multiplied into the weights after each update): what
     paddle.static.save writes to .pdparams, so that a run resumed from the file keeps the masks."""
     declared = {name: var for block in program.blocks for name, var in block.vars.items()}
     read = {name for block in program.blocks for op in block.ops for name in op.input_names()}
-    model = persistable_names(forward)
+    model = _forward_model(forward)
     return model + [name for name in persistable_names(program)
                     if declared[name].is_parameter and name in read and name not in model]
 
 
 def optimizer_state(program: Program, forward: Program) -> list[str]:
     """What paddle.static.save writes to .pdopt: every persistable var but the parameters (accumulators, learning
-    rate, step counters, EMA and gradient-merge state), so that .pdparams and .pdopt together resume a run."""
+    rate, step counters, EMA and gradient-merge state, the auc ops' counts), so that .pdparams and .pdopt together
+    resume a run."""
     declared = {name: var for block in program.blocks for name, var in block.vars.items()}
     marked = any(var.is_parameter for var in declared.values())   # Paddle's programs mark them; others: the model's
-    model = set(persistable_names(forward))
+    model = set(_forward_model(forward))
     return [name for name in persistable_names(program)
             if not (declared[name].is_parameter if marked else name in model)]
+
+
+def _forward_model(forward: Program) -> list[str]:
+    """The forward part's persistables but the auc ops' running counts, a metric's state no prediction reads, which
+    paddle.static.save writes to .pdopt (they are no Parameter) and an evaluation counts from zero."""
+    from .set_metrics import auc_counts  # and the pruning it shares with evaluation: only for a save
+    counts = set(auc_counts(forward)[0])
+    return [name for name in persistable_names(forward) if name not in counts]
 
 
 def check_params_path(path: str | os.PathLike) -> None:

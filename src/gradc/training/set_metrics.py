@@ -99,16 +99,24 @@ def auc_counts(program: Program) -> tuple[list[str], set[str]]:
 
 
 @contextmanager
-def counting_from_zero(scope: Scope, counts: list[str]):
-    """An evaluation's auc ops count its examples alone, and training's counts are as they were after it."""
+def counting_from_zero(scope: Scope, counts: list[str], program: Program):
+    """An evaluation's auc ops count its examples alone, and training's counts are as they were after it; counts the
+    scope lacks (a model's parameter file holds none, as Paddle's .pdparams) are zeros of their declared shape for
+    the evaluation only."""
     saved = {name: scope[name] for name in counts if name in scope}
-    for name, value in saved.items():
-        scope[name] = np.zeros_like(value)
+    block = program.global_block
+    for name in counts:
+        var = block.var(name)
+        scope[name] = (np.zeros_like(saved[name]) if name in saved else
+                       np.zeros(var.shape, NUMPY_DTYPE_NAMES[var.dtype]))
     try:
         yield
     finally:
-        for name, value in saved.items():
-            scope[name] = value
+        for name in counts:
+            if name in saved:
+                scope[name] = saved[name]
+            else:
+                del scope[name]
 
 
 def of_set_means(program: Program, scalars: Sequence[str], losses: Sequence[str]) -> dict[str, str]:
