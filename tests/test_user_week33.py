@@ -185,6 +185,21 @@ def test_save_params_rebuilds_the_buffer_from_the_cells_and_leaves_it_out_of_a_p
     assert "gru_0.w_0" not in names and len(names) == 19
 
 
+def test_the_trainers_scope_holds_the_buffer_paddle_holds_after_each_step(files, tmp_path):
+    """Before, the trainer's scope kept the startup's gru_0.w_0 while the cells trained (no op reads it), so a fetch
+    of it, the caller's scope and a checkpoint's arrays held the untrained buffer, 4.0e-2 off Paddle's. Now each step
+    rebuilds it from the cells, as Paddle's shared memory holds them: after the 4 AdamW steps it is Paddle's trained
+    buffer to 8.0e-7, in the scope and in the checkpoint."""
+    trainer = gradc.Trainer(files / "gru_adamw.pb", [files / "gru_startup.pb", files / "gru_adamw.startup.pb"])
+    startup = np.array(trainer.scope["gru_0.w_0"])
+    trainer.fit(files / "data.npz", batch_size=4, checkpoint_dir=tmp_path / "run")
+    paddle = np.load(files / "gru_trained.npz")["gru_0.w_0"]
+    assert np.abs(startup - paddle).max() > 1e-2
+    np.testing.assert_allclose(trainer.scope["gru_0.w_0"], paddle, atol=2e-6)
+    (arrays,) = (tmp_path / "run").glob("checkpoint-*.npz")
+    np.testing.assert_allclose(np.load(arrays)["gru_0.w_0"], paddle, atol=2e-6)
+
+
 def test_evaluate_masks_the_padded_tokens_out_of_the_accuracy(files, tmp_path):
     """Before, the BiGRU tagger's accuracy counted the padded tokens (0.2917 = 28 of 96, every pad labelled 0 and
     predicted wrong). --mask lengths counts the real tokens alone: 28 of 70, as Paddle's logits give them; a 0/1 mask

@@ -29,6 +29,7 @@ from ..executor.failures import NonFiniteError
 from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program
+from ..rnn_flat import program_flat_buffers
 from .best import EarlyStopping, split_best
 from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
@@ -37,7 +38,7 @@ from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
 from .lbfgs import LBFGS, program_objective, split_lbfgs
-from .params import checked_param, run_startup
+from .params import checked_param, refresh_flat_buffers, run_startup
 from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
@@ -91,7 +92,7 @@ class Trainer:
             self._reseed(STARTUP, number)   # initialisers without a seed of their own
             run_startup(self.executor, init, self.scope)
         round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
-        self.lbfgs = lbfgs
+        self.lbfgs, self.flat_buffers = lbfgs, program_flat_buffers(self.program)
         self._objective = program_objective(self.executor, self.program, self.scope) if lbfgs is not None else None
 
     # ------------------------------------------------------------------ steps and evaluation
@@ -112,6 +113,7 @@ class Trainer:
             raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, self.step + 1, exc.detail) from None
         for after in self.after_step:
             self.executor.run(after, {}, [], self.scope)
+        refresh_flat_buffers(self.scope, self.flat_buffers)
         self.step += 1
         if self.gradient_pairs:
             overflowed = bool(self.overflow_flag) and bool(np.asarray(values[-1]).any())
@@ -244,8 +246,7 @@ class Trainer:
                 if isinstance(value, np.ndarray) and block.find_var(name) is not None}
 
     def _count_time(self) -> None:
-        """Add the time since the last count to the history (a checkpoint keeps it, so a resumed run's rate is the
-        whole run's)."""
+        """Add the time since the last count to the history (a checkpoint keeps it: a resumed run's rate is whole)."""
         now = time.perf_counter()
         self.history.seconds += now - self._clock
         self._clock = now
