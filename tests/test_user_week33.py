@@ -200,6 +200,31 @@ def test_the_trainers_scope_holds_the_buffer_paddle_holds_after_each_step(files,
     np.testing.assert_allclose(np.load(arrays)["gru_0.w_0"], paddle, atol=2e-6)
 
 
+def test_train_eval_masks_the_padded_tokens_as_evaluate_does(files, tmp_path):
+    """Before, gradc train --eval had no --mask nor --topk: each epoch's evaluation gave the loss alone, and the
+    tagger's token accuracy needed gradc evaluate --mask lengths of saved parameters. Now train takes them (the code
+    is evaluate's): the epoch's accuracy is what evaluate gives of the parameters that epoch ended with; a --mask
+    without --eval is a usage error."""
+    run = gradc_cli("train", files / "gru_adamw.pb", "--startup", files / "gru_startup.pb", "--startup",
+                    files / "gru_adamw.startup.pb", "--data", files / "data.npz", "--batch-size", 4, "--json",
+                    "--eval", files / "data.npz", "--mask", "lengths", "--topk", "1,2", "--save-params",
+                    tmp_path / "epoch.npz")
+    assert run.returncode == 0, run.stderr
+    (epoch,) = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    scored = gradc_cli("evaluate", files / "gru_adamw.pb", "--params", tmp_path / "epoch.npz", "--data",
+                       files / "data.npz", "--mask", "lengths", "--topk", "1,2", "--json", "--batch-size", 4)
+    assert scored.returncode == 0, scored.stderr
+    evaluated = json.loads(scored.stdout)
+    assert list(epoch) == [META["gru"]["loss"], "acc_top1", "acc_top2"]
+    assert epoch == {name: evaluated[name] for name in epoch}
+    assert evaluated["acc_top1"] != evaluated["acc_top2"]
+    unmasked = gradc_cli("evaluate", files / "gru_adamw.pb", "--params", tmp_path / "epoch.npz", "--data",
+                         files / "data.npz", "--topk", "1,2", "--json")
+    assert json.loads(unmasked.stdout)["acc_top1"] != epoch["acc_top1"]
+    refused = gradc_cli("train", files / "gru_adamw.pb", "--data", files / "data.npz", "--mask", "lengths")
+    assert refused.returncode == 2 and "--mask: only with --eval" in refused.stderr
+
+
 def test_evaluate_masks_the_padded_tokens_out_of_the_accuracy(files, tmp_path):
     """Before, the BiGRU tagger's accuracy counted the padded tokens (0.2917 = 28 of 96, every pad labelled 0 and
     predicted wrong). --mask lengths counts the real tokens alone: 28 of 70, as Paddle's logits give them; a 0/1 mask

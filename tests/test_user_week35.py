@@ -149,6 +149,26 @@ def _embeddings(files, model, params, key, tmp_path):
     return out[key if key in out.files else out.files[0]]
 
 
+def test_train_eval_gives_each_epochs_recall_as_evaluate_does(files):
+    """Before, gradc train --eval had no --recall: the epoch's evaluation averaged the fetched scalars, the in-batch
+    accuracy ops' recall among them, and the set's recall@k needed gradc evaluate --recall of saved parameters. Now
+    train takes --recall and --topk (the code is evaluate's): the epoch's recall@1 and @5 over test_data.npz are what
+    evaluate gives of the parameters that epoch ended with."""
+    pair = f"{CLIP['image_embedding']},{CLIP['text_embedding']}"
+    run = gradc_cli("train", files / "clip_adamw.pb", "--startup", files / "clip_startup.pb", "--startup",
+                    files / "clip_adamw.startup.pb", "--data", files / "data.npz", "--batch-size", 8, "--json",
+                    "--eval", files / "test_data.npz", "--recall", pair, "--topk", "1,5", "--save-params",
+                    files / "recall_epoch.npz")
+    assert run.returncode == 0, run.stderr
+    (epoch,) = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    scored = gradc_cli("evaluate", files / "clip.pb", "--params", files / "recall_epoch.npz", "--data",
+                       files / "test_data.npz", "--recall", pair, "--topk", "1,5", "--json")
+    assert scored.returncode == 0, scored.stderr
+    evaluated = json.loads(scored.stdout)
+    assert [epoch["recall@1"], epoch["recall@5"]] == [evaluated["recall@1"], evaluated["recall@5"]]
+    assert 0 < epoch["recall@1"] < epoch["recall@5"]
+
+
 def test_each_towers_exports_give_paddles_embeddings_and_zero_shot_classes(files, tmp_path):
     """Paddle's save_inference_model of each tower and its PIR jit.save (the text tower's mask built by full(-inf)
     and triu) run by gradc give Paddle's embeddings and the Predictor's to 1.5e-7; so do gradc export's of each

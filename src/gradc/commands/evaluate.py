@@ -16,21 +16,9 @@ from ..io.arrays import read_npz
 from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
+from .eval_options import metric_options
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
-
-
-def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
-    """Every k of every --topk, in order, once: `--topk 1,5` and `--topk 1 --topk 5` alike."""
-    ks = []
-    for value in values:
-        try:
-            ks += [int(k) for k in value.split(",") if k.strip()]
-        except ValueError:
-            raise click.BadParameter(f"'{value}': give k values separated by commas, e.g. 1,5") from None
-        if not ks or min(ks) < 1:
-            raise click.BadParameter(f"'{value}': each k is 1 or more")
-    return list(dict.fromkeys(ks))
 
 
 @click.command()
@@ -52,19 +40,8 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
 @click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
               "accuracy op's output, ...; one computed from a batch's mean, a PSNR of its MSE: from the set's mean). "
               "Repeatable.")
-@click.option("--label", help="The data's array of class labels, for the accuracy of a model without a loss "
-              "(default: its one array the model does not read).")
-@click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a segmentation "
-              "map's 255 borders; default: the loss op's ignore_index).")
-@click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's padded tokens "
-              "left out): nonzero where one counts, of the labels' shape, or each example's sequence length.")
-@click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the confusion "
-              "matrix of the best-scored class against the label summed over the whole set (a segmentation map's).")
-@click.option("--recall", metavar="QUERY,GALLERY", help="Recall@k of a two-tower model instead of the accuracy: the "
-              "share of examples whose QUERY embedding finds their own GALLERY embedding among the k most similar "
-              "(dot product) of the whole set, for each k of --topk (captions to images: TEXT_EMB,IMAGE_EMB).")
-@click.option("--topk", default=("1",), show_default=True, multiple=True, callback=_topk, metavar="K[,K...]",
-              help="Accuracy counts an example right when its label is among the K best-scored classes. Repeatable.")
+@metric_options(("1",), "Accuracy counts an example right when its label is among the K best-scored classes. "
+                "Repeatable.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "

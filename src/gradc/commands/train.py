@@ -23,6 +23,7 @@ from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updated_parameters, updates_nothing
 from ..training.report import ConsoleReporter
+from .eval_options import metric_options, metrics_asked
 from .run import STRICT_PARAMS
 from .train_report import JsonLinesReporter
 
@@ -55,6 +56,8 @@ from .train_report import JsonLinesReporter
               "stop after this many steps in all.")
 @click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
               "the forward part in test mode, the mean of each fetched scalar.")
+@metric_options((), "With --eval: also each epoch's top-k accuracy at each K, where the program's class scores "
+                "and the data's labels allow it (with --recall: recall@K). Repeatable.")
 @click.option("--early-stop", type=click.IntRange(min=1), metavar="N", help="Stop when the --eval value of the "
               "first --fetch (the loss; or --monitor) has not improved for N epochs in a row, and keep the best "
               "epoch's parameters (what --save-params writes; a checkpoint also holds them).")
@@ -109,9 +112,9 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
-          eval_data, early_stop, monitor, fetches, log_every, check_nan, log_grad_norms, checkpoint_dir,
-          checkpoint_every, paddle_stream, resume, save_params, save_trained, save_ema, plot, lr_schedule, lr, lr_var,
-          lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
+          eval_data, label, ignore_index, mask, miou, recall, topk, early_stop, monitor, fetches, log_every, check_nan,
+          log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, save_trained, save_ema,
+          plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -130,6 +133,10 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                                          (lr_per_epoch, "--lr-per-epoch", lr_schedule, "--lr-schedule")):
         if given and not needed:   # else silently unused
             raise click.UsageError(f"{option}: only with {needs}")
+    asked = [name for name, value in (("--label", label), ("--ignore-index", ignore_index), ("--mask", mask),
+                                      ("--miou", miou), ("--recall", recall), ("--topk", topk)) if value]
+    if asked and eval_data is None:   # else silently unused
+        raise click.UsageError(f"{', '.join(asked)}: only with --eval")
     if data is None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop),
@@ -188,7 +195,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                               steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
-                              monitor=monitor, reporter=reporter)
+                              monitor=monitor, reporter=reporter,
+                              metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk))
     except Stopped as stop:
         kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         if as_json:   # the steps done and where they were kept, as a finished run's last line says them

@@ -18,42 +18,24 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..backward.loss import no_loss_hint
-from ..errors import GradcError, GradcNotice
+from ..errors import FeedError, GradcError, GradcNotice
 from ..executor import Executor, Scope, randomness
+from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
 from . import set_metrics
-from .accuracy import ScoreTally, checked_mask, class_axis, counted_positions, scored_rows
+from .accuracy import ScoreTally, counted_positions, scored_rows
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
+from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels
 from .history import default_fetch, scalar
-from .labels import check_indices, classifiers, label_error, out_of_range
+from .labels import classifiers
 from .programs import forward_part, prune
 from .retrieval import RecallTally, check_towers, parse_pair
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
-
-
-@dataclass
-class EvalPlan:
-    program: Program                   # the forward part, pruned to what the scalars and scores need
-    feeds: list[str]                   # the data's arrays the program takes
-    scalars: list[str]                 # averaged over the examples, the losses (if any) first
-    losses: list[str] = field(default_factory=list)   # several: the loss is their sum
-    scores: str | None = None          # class scores (accuracy), along ``axis``
-    label: str | None = None           # the data's array of class labels
-    axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)
-    ignore_index: int | None = None    # labels not counted
-    topk: list[int] = field(default_factory=list)
-    miou: bool = False                 # the set's confusion matrix of the scores against the labels, and its mIoU
-    mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
-    recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
-    recall_at: list[int] = field(default_factory=list)
-    # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
-    derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
@@ -98,6 +80,22 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
     return result
+
+
+def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str], metrics: EvalMetrics) -> EvalPlan:
+    """The plan of the trainer's evaluation after each epoch: ``fetch`` and ``metrics`` over ``data``, which holds
+    only arrays the program declares (a training program reads every array of its data; an inference model may
+    not)."""
+    unknown = [name for name in sorted(data_arrays(data)) if program.global_block.find_var(name) is None]
+    if unknown:
+        raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
+                        f"{', '.join(program_inputs(program.global_block))})")
+    try:
+        return plan(program, sorted(data_arrays(data)), fetch, None, metrics.label, metrics.topk, metrics.miou,
+                    metrics.recall)
+    except GradcError as exc:
+        raise GradcError(f"{data.source}: {exc}") from None
+
 
 
 def named_losses(program: Program, loss: str | Sequence[str] | None, fetch: Sequence[str] = ()) -> list[str]:
@@ -196,21 +194,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
                evaluated=True)
-    if evaluation.label:
-        labels = _arrays(data)[evaluation.label]
-        if evaluation.axis is None:
-            evaluation.axis = class_axis(_declared(evaluation.program, evaluation.scores), np.shape(labels))
-        if ignore_index is not None:
-            evaluation.ignore_index = ignore_index
-        _check_scored_labels(program, evaluation, labels, data)
-        evaluation.mask = checked_mask(_arrays(data), mask, evaluation.label, data.source)
-    elif mask is not None:
-        raise GradcError(f"{data.source}: --mask {mask}: no class scores are scored against labels, so no labels to "
-                         f"leave out")
-    classes = _classes(evaluation)
-    if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
-        raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
-                         f"example would count as right (give k up to {classes})")
+    fit_labels(program, evaluation, data, mask, ignore_index)
     # the auc ops count from zero in an evaluation: a model's file holds no counts
     require_values(evaluation.program, scope, [*evaluation.feeds, *auc_counts(evaluation.program)[0]], params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
@@ -223,42 +207,13 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
 
 
-def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: Dataset | OneBatch) -> None:
-    """Labels scored against a model's output (no loss op to check them against): in its class range."""
-    item = getattr(data, "item", "feed var")
-    check_indices(program, {evaluation.label: labels}, data.source, item)
-    classes = _classes(evaluation)
-    # an ignore_index (padding in a tagger's labels, a segmentation map's borders) is left out of the accuracy
-    ignore = evaluation.ignore_index
-    bad = out_of_range(labels, classes, ignore) if classes > 0 else None
-    if bad is not None:
-        allowed = f"0 to {classes - 1}" + (f", or {ignore} (the ignore_index)" if ignore is not None else
-                                           " (--ignore-index N leaves the labels N out, a segmentation map's 255)")
-        raise label_error(data.source, item, evaluation.label, bad,
-                          f"the model's output '{evaluation.scores}' scores {classes} classes", allowed)
-
-
-def _classes(evaluation: EvalPlan) -> int:
-    """The class count the scores' declared shape gives (-1: unknown)."""
-    shape = _declared(evaluation.program, evaluation.scores)
-    return shape[evaluation.axis] if shape else -1
-
-
-def _declared(program: Program, name: str) -> list[int]:
-    return list(getattr(program.global_block.find_var(name), "shape", None) or [])
-
-
-def _arrays(data: Dataset | OneBatch) -> dict:
-    return data.feed if isinstance(data, OneBatch) else data.arrays
-
-
 def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
     """The data without the arrays the program does not read (an inference model's labels)."""
-    arrays = {name: value for name, value in _arrays(data).items() if name in names}
+    arrays = {name: value for name, value in data_arrays(data).items() if name in names}
     if isinstance(data, OneBatch):
         return OneBatch(arrays, data.source)
     if not arrays:
-        raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(_arrays(data))})")
+        raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(data_arrays(data))})")
     examples = {name: value for name, value in arrays.items() if name not in data.fixed}
     lods = {f"{name}@LOD0": data.sequences[name] for name in examples if name in data.sequences}
     kept = Dataset({**examples, **lods}, data.source, {name: value for name, value in arrays.items()

@@ -23,17 +23,17 @@ import numpy as np
 
 from .. import schedules, schedules_plateau
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError, GradcWarning
+from ..errors import GradcError, GradcWarning
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
-from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
 from .best import EarlyStopping, split_best
 from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
-from .evaluation import EvalPlan, evaluate_plan, plan
+from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, reported
+from .evaluation import evaluate_plan, trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
@@ -83,6 +83,7 @@ class Trainer:
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
+        self.metrics = EvalMetrics()   # fit's: what an evaluation reports beside the scalars
         self.early_stopping: EarlyStopping | None = None
         self._settings: dict | None = None   # the last fit's, which a checkpoint records
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
@@ -128,9 +129,9 @@ class Trainer:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
         data = without_unread(self.program, as_data(data, "eval data", self.program))
         evaluation = self._eval_plan(data)
+        fit_labels(self.program, evaluation, data, self.metrics.mask, self.metrics.ignore_index)
         self._reseed(EVAL, self.epoch)
-        results = evaluate_plan(self.executor, self.scope, evaluation, data, batch_size)
-        return {name: results[name] for name in evaluation.scalars}
+        return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
 
     def check_data(self, data, eval_data=None, batch_size: int = 32, drop_last: bool = False) -> None:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
@@ -140,33 +141,28 @@ class Trainer:
                        evaluated=True)
 
     def _eval_plan(self, data: Dataset | OneBatch) -> EvalPlan:
-        names = tuple(sorted(data.feed if isinstance(data, OneBatch) else data.arrays))
-        if names not in self._eval_plans:
-            unknown = [name for name in names if self.program.global_block.find_var(name) is None]
-            if unknown:   # the training program reads every array of its data; an inference model may not
-                raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
-                                f"{', '.join(program_inputs(self.program.global_block))})")
-            try:
-                self._eval_plans[names] = plan(self.program, names, self.fetch)
-            except GradcError as exc:
-                raise GradcError(f"{data.source}: {exc}") from None
-        return self._eval_plans[names]
+        key = (tuple(sorted(data_arrays(data))), repr(self.metrics))
+        if key not in self._eval_plans:
+            self._eval_plans[key] = trainer_plan(self.program, data, self.fetch, self.metrics)
+        return self._eval_plans[key]
 
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int | None = None, batch_size: int = 32, shuffle: bool = False,
             drop_last: bool = False, steps: int | None = None, eval_data=None, checkpoint_dir=None,
             checkpoint_every: int | None = None, resume=None, reporter: Reporter | None = None,
-            early_stop: int | None = None, monitor: str | None = None) -> History:
+            early_stop: int | None = None, monitor: str | None = None, metrics: EvalMetrics | None = None
+            ) -> History:
         """Train until ``epochs`` epochs (or ``steps`` steps, in all; ``steps`` alone: as many epochs as they span,
         as ``gradc train --steps``; neither: one epoch) are done, or, with ``early_stop`` N, until the
         evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
-        end with the best epoch's model parameters (gradc.training.best); return the history."""
+        end with the best epoch's model parameters (gradc.training.best); return the history. ``metrics``: what
+        the evaluation of ``eval_data`` reports beside the fetched scalars (the accuracy, mIoU, recall@k)."""
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
         early = None if early_stop is None else EarlyStopping(self.program, monitor or self.fetch[0], early_stop,
                                                               self.fetch)
-        self.early_stopping = early
+        self.early_stopping, self.metrics = early, metrics or EvalMetrics()
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
             eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program))

@@ -1,0 +1,54 @@
+"""The options that ask an evaluation for its metrics beside its scalars (the top-k accuracy, the mIoU, a two-tower
+model's recall@k, and the labels and mask they count), shared by `gradc evaluate` and `gradc train --eval`."""
+
+from __future__ import annotations
+
+import click
+
+from ..training.eval_plan import EvalMetrics
+from ..training.retrieval import parse_pair
+
+
+def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
+    """Every k of every --topk, in order, once: `--topk 1,5` and `--topk 1 --topk 5` alike."""
+    ks = []
+    for value in values:
+        try:
+            ks += [int(k) for k in value.split(",") if k.strip()]
+        except ValueError:
+            raise click.BadParameter(f"'{value}': give k values separated by commas, e.g. 1,5") from None
+        if not ks or min(ks) < 1:
+            raise click.BadParameter(f"'{value}': each k is 1 or more")
+    return list(dict.fromkeys(ks))
+
+
+def metric_options(topk_default: tuple[str, ...], topk_help: str):
+    """--label, --ignore-index, --mask, --miou, --recall and --topk (``topk_default``: the k without it)."""
+    options = [
+        click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
+                     "loss (default: its one array the model does not read)."),
+        click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a "
+                     "segmentation map's 255 borders; default: the loss op's ignore_index)."),
+        click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's "
+                     "padded tokens left out): nonzero where one counts, of the labels' shape, or each example's "
+                     "sequence length."),
+        click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the "
+                     "confusion matrix of the best-scored class against the label summed over the whole set (a "
+                     "segmentation map's)."),
+        click.option("--recall", metavar="QUERY,GALLERY", help="Recall@k of a two-tower model instead of the "
+                     "accuracy: the share of examples whose QUERY embedding finds their own GALLERY embedding among "
+                     "the k most similar (dot product) of the whole set, for each k of --topk (captions to images: "
+                     "TEXT_EMB,IMAGE_EMB)."),
+        click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
+                     callback=_topk, metavar="K[,K...]", help=topk_help)]
+
+    def apply(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+    return apply
+
+
+def metrics_asked(label, ignore_index, mask, miou, recall, topk) -> EvalMetrics:
+    """The options' values as the EvalMetrics an evaluation takes."""
+    return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index)

@@ -1,0 +1,104 @@
+"""An evaluation's plan (what runs: gradc.training.evaluation.plan makes it) and its fitting to a data set's labels:
+the class axis, the labels in range, the mask of the labels counted; and the metrics asked of an evaluation beside
+its scalars (``EvalMetrics``), which ``gradc evaluate`` and the trainer's evaluation after each epoch share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import GradcError
+from ..ir import Program
+from .accuracy import checked_mask, class_axis
+from .data import Dataset, OneBatch
+from .labels import check_indices, label_error, out_of_range
+
+
+@dataclass
+class EvalPlan:
+    program: Program                   # the forward part, pruned to what the scalars and scores need
+    feeds: list[str]                   # the data's arrays the program takes
+    scalars: list[str]                 # averaged over the examples, the losses (if any) first
+    losses: list[str] = field(default_factory=list)   # several: the loss is their sum
+    scores: str | None = None          # class scores (accuracy), along ``axis``
+    label: str | None = None           # the data's array of class labels
+    axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)
+    ignore_index: int | None = None    # labels not counted
+    topk: list[int] = field(default_factory=list)
+    miou: bool = False                 # the set's confusion matrix of the scores against the labels, and its mIoU
+    mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
+    recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
+    recall_at: list[int] = field(default_factory=list)
+    # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
+    derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
+
+
+@dataclass
+class EvalMetrics:
+    """What an evaluation reports beside its scalars: the top-k accuracy (``topk``), the mIoU, a two-tower model's
+    recall@k (``recall``: query and gallery, at each k of ``topk``), with the labels and the mask they count."""
+    topk: list[int] = field(default_factory=list)
+    miou: bool = False
+    recall: tuple[str, str] | None = None
+    label: str | None = None
+    mask: str | None = None
+    ignore_index: int | None = None
+
+
+def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch, mask: str | None,
+               ignore_index: int | None) -> None:
+    """Fit ``evaluation`` to ``data``'s labels: the class axis their shape leaves out, ``ignore_index``, a model
+    without a loss op's labels in its class range, and ``mask`` read; a mask without labels or a k past the class
+    count is refused."""
+    if evaluation.label:
+        labels = data_arrays(data)[evaluation.label]
+        if evaluation.axis is None:
+            evaluation.axis = class_axis(declared_shape(evaluation.program, evaluation.scores), np.shape(labels))
+        if ignore_index is not None:
+            evaluation.ignore_index = ignore_index
+        _check_scored_labels(program, evaluation, labels, data)
+        evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
+    elif mask is not None:
+        raise GradcError(f"{data.source}: --mask {mask}: no class scores are scored against labels, so no labels to "
+                         f"leave out")
+    classes = classes_scored(evaluation)
+    if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
+        raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
+                         f"example would count as right (give k up to {classes})")
+
+
+def reported(results: dict, evaluation: EvalPlan) -> dict[str, float]:
+    """An evaluation's numbers as a training run reports them each epoch: its scalars, then each metric asked (the
+    accuracy, the mIoU, recall@k); not the examples, nor class_iou's list."""
+    metrics = {name: value for name, value in results.items() if name not in ("examples", "class_iou")}
+    return {**{name: metrics.pop(name) for name in evaluation.scalars}, **metrics}
+
+
+def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: Dataset | OneBatch) -> None:
+    """Labels scored against a model's output (no loss op to check them against): in its class range."""
+    item = getattr(data, "item", "feed var")
+    check_indices(program, {evaluation.label: labels}, data.source, item)
+    classes = classes_scored(evaluation)
+    # an ignore_index (padding in a tagger's labels, a segmentation map's borders) is left out of the accuracy
+    ignore = evaluation.ignore_index
+    bad = out_of_range(labels, classes, ignore) if classes > 0 else None
+    if bad is not None:
+        allowed = f"0 to {classes - 1}" + (f", or {ignore} (the ignore_index)" if ignore is not None else
+                                           " (--ignore-index N leaves the labels N out, a segmentation map's 255)")
+        raise label_error(data.source, item, evaluation.label, bad,
+                          f"the model's output '{evaluation.scores}' scores {classes} classes", allowed)
+
+
+def classes_scored(evaluation: EvalPlan) -> int:
+    """The class count the scores' declared shape gives (-1: unknown)."""
+    shape = declared_shape(evaluation.program, evaluation.scores)
+    return shape[evaluation.axis] if shape else -1
+
+
+def declared_shape(program: Program, name: str) -> list[int]:
+    return list(getattr(program.global_block.find_var(name), "shape", None) or [])
+
+
+def data_arrays(data: Dataset | OneBatch) -> dict:
+    return data.feed if isinstance(data, OneBatch) else data.arrays
