@@ -9,6 +9,7 @@ from .. import registry
 from ..errors import GradcNotice, GradcWarning, GradError
 from ..ir import FLOAT_DTYPES, Block, Program
 from ..shapes import numel
+from .stale_shapes import corrected_shapes
 
 # ops that only watch a value (Paddle's OutScaleForTrainingPass appends one on every output, the loss included; the
 # metrics `paddle.static.accuracy` and `auc` append after a classifier's loss): their statistics are no loss, and
@@ -42,9 +43,19 @@ def loss_candidates(program: Program) -> list[str]:
     names = []
     for name in fetched if last.type == "fetch" else _carrying_outputs(last):
         var = block.find_var(name)
-        if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
+        if var is not None and var.dtype in FLOAT_DTYPES and _one_value(block, var):
             names.append(name)
     return names
+
+
+def _one_value(block: Block, var) -> bool:
+    """Declared with one value, or with several by a declaration Paddle leaves stale (stale_shapes) but one."""
+    if var.shape is None or numel(var.shape) == 1:
+        return var.shape is not None
+    if not any(op.type == "slogdeterminant" for op in block.ops):
+        return False
+    corrected = corrected_shapes(block, len(block.ops) - 1) or {}
+    return var.name in corrected and numel(corrected[var.name]) == 1
 
 
 def unread_scalars(program: Program) -> list[str]:
@@ -156,6 +167,8 @@ def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: 
             if var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"{what} '{loss}' must be a float var (block 0, written by op {idx})")
             known = var.shape is not None
+            if known and not any_shape and numel(var.shape) > 1:
+                _correct_stale(block, loss, idx)
             if known and not any_shape and numel(var.shape) > 1:   # a batch dim (-1) is summed, a known size not
                 raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
                                 f"or a sum first)")
@@ -166,3 +179,13 @@ def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: 
             return loss, idx
     candidates = ", ".join(loss_candidates(block.program)) or "none"
     raise GradError(f"{what} '{loss}' is not written by any op of block 0 (candidates: {candidates})")
+
+
+def _correct_stale(block: Block, loss: str, idx: int) -> None:
+    """A loss declared with several values because of a declaration Paddle leaves stale (stale_shapes): the vars
+    from that one to the loss declared with their true shapes, when the loss's is one value."""
+    corrected = corrected_shapes(block, idx)
+    if corrected and loss in corrected and numel(corrected[loss]) == 1:
+        for name, shape in corrected.items():
+            block.var(name).shape = shape
+        block.program.mark_changed()

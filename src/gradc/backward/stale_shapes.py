@@ -1,0 +1,37 @@
+"""Declarations Paddle 3.3.1 leaves stale in legacy programs, told apart and corrected where a loss depends on them:
+slogdeterminant's Out is declared with Input's shape ([..., N, N]) though its kernel writes [2, ...] (sign and
+log|det|). A declaration of Input's rank is never the true one (one rank less), so it is corrected, and the shapes
+of the ops after it, declared from it when Paddle built them, are inferred again."""
+
+from __future__ import annotations
+
+from .. import registry
+from ..ir import Block
+from ..ops.infer import InferContext
+
+
+def corrected_shapes(block: Block, upto: int) -> dict[str, list[int]] | None:
+    """{var: its true shape} for the stale slogdeterminant outputs of ops up to index ``upto`` and every var an op
+    after one computes from them; None where an op on the way has no shape inference or gives no shape."""
+    corrected: dict[str, list[int]] = {}
+    for index, op in enumerate(block.ops[:upto + 1]):
+        if op.type == "slogdeterminant" and op.input("Input") and op.output("Out"):
+            matrix, out = block.find_var(op.input("Input")[0]), block.find_var(op.output("Out")[0])
+            if matrix is not None and out is not None and matrix.shape is not None and out.shape == matrix.shape:
+                corrected[out.name] = [2, *matrix.shape[:-2]]
+            continue
+        if not corrected.keys() & set(op.input_names()):
+            continue
+        opdef = registry.get(op.type)
+        if opdef is None or opdef.infer is None:
+            return None
+        try:
+            inferred = opdef.infer(InferContext(op, block, index, corrected))
+        except Exception:   # an inference that cannot take the true shapes: the declarations stay as they are
+            return None
+        for slot, results in inferred.items():
+            for name, (shape, _) in zip(op.output(slot), results if isinstance(results, list) else [results]):
+                if shape is None:
+                    return None
+                corrected[name] = list(shape)
+    return corrected
