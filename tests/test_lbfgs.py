@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
-from gradc.training.lbfgs import LBFGS, strong_wolfe
+from gradc.training.lbfgs import LBFGS
+from gradc.training.line_search import strong_wolfe
 
 LBFGS_DATA = DATA / "lbfgs"
 META = json.loads((LBFGS_DATA / "meta.json").read_text())
