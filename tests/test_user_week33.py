@@ -225,6 +225,19 @@ def test_train_eval_masks_the_padded_tokens_as_evaluate_does(files, tmp_path):
     assert refused.returncode == 2 and "--mask: only with --eval" in refused.stderr
 
 
+def test_early_stopping_watches_a_metric_of_the_evaluation(files, tmp_path):
+    """--monitor acc_top2 (a metric --topk asks of --eval, higher is better) was refused as "not fetched"; now the run
+    keeps the epoch of the highest masked top-2 accuracy."""
+    run = gradc_cli("train", files / "gru_adamw.pb", "--startup", files / "gru_startup.pb", "--startup",
+                    files / "gru_adamw.startup.pb", "--data", files / "data.npz", "--batch-size", 4, "--json",
+                    "--epochs", 3, "--eval", files / "data.npz", "--mask", "lengths", "--topk", "1,2",
+                    "--early-stop", 3, "--monitor", "acc_top2")
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    scores = [line["eval"]["acc_top2"] for line in lines if line["event"] == "epoch"]
+    assert len(scores) == 3 and lines[-1]["kept_epoch"] == 1 + scores.index(max(scores))
+
+
 def test_evaluate_masks_the_padded_tokens_out_of_the_accuracy(files, tmp_path):
     """Before, the BiGRU tagger's accuracy counted the padded tokens (0.2917 = 28 of 96, every pad labelled 0 and
     predicted wrong). --mask lengths counts the real tokens alone: 28 of 70, as Paddle's logits give them; a 0/1 mask

@@ -45,6 +45,15 @@ class EvalMetrics:
     mask: str | None = None
     ignore_index: int | None = None
 
+    def names(self) -> list[str]:
+        """The names its numbers are reported by where the program's scores allow them (higher is better for each):
+        recall@K, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
+        ks = sorted(set(self.topk))
+        names = [f"recall@{k}" for k in ks or [1]] if self.recall else []
+        if ks and (self.miou or not self.recall):
+            names += ["acc"] if ks == [1] else [f"acc_top{k}" for k in ks]
+        return names + (["miou"] if self.miou else [])
+
 
 def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch, mask: str | None,
                ignore_index: int | None) -> None:

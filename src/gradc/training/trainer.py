@@ -160,9 +160,9 @@ class Trainer:
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
-        early = None if early_stop is None else EarlyStopping(self.program, monitor or self.fetch[0], early_stop,
-                                                              self.fetch)
-        self.early_stopping, self.metrics = early, metrics or EvalMetrics()
+        self.metrics = metrics or EvalMetrics()
+        self.early_stopping = early = None if early_stop is None else EarlyStopping(
+            self.program, monitor or self.fetch[0], early_stop, self.fetch, self.metrics.names())
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
             eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program))
