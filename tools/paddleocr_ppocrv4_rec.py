@@ -27,6 +27,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
+from paddleocr_ppocrv4_heads import NRTR, Mlp, ctc_loss, linear, nrtr_loss
 
 WIDTH, CTC_CLASSES, NRTR_CLASSES, TEXT = 160, 97, 100, 25
 # the config's backbone scale 0.95 and NRTR 384 wide, 4 layers (15M parameters, a 20-second step in gradc), at
@@ -141,30 +142,17 @@ class SvtrConvBN(nn.Layer):   # rec_svtrnet's ConvBNLayer with the neck's Swish
         return F.swish(self.norm(self.conv(x)))
 
 
-def _linear(width_in, width_out, bias=True):   # the SVTR neck's and NRTR's Linear init (drawn, then seeded)
-    return nn.Linear(width_in, width_out, bias_attr=None if bias else False)
-
-
 class Attention(nn.Layer):   # rec_svtrnet's global Attention, qkv_bias True
     def __init__(self, dim, heads=8):
         super().__init__()
         self.heads, self.dim, self.scale = heads, dim, (dim // heads) ** -0.5
-        self.qkv, self.proj = _linear(dim, dim * 3), _linear(dim, dim)
+        self.qkv, self.proj = linear(dim, dim * 3), linear(dim, dim)
 
     def forward(self, x):
         qkv = self.qkv(x).reshape([0, -1, 3, self.heads, self.dim // self.heads]).transpose([2, 0, 3, 1, 4])
         q, k, v = qkv[0] * self.scale, qkv[1], qkv[2]
         attention = F.softmax(q.matmul(k.transpose([0, 1, 3, 2])), axis=-1)
         return self.proj(attention.matmul(v).transpose([0, 2, 1, 3]).reshape([0, -1, self.dim]))
-
-
-class Mlp(nn.Layer):
-    def __init__(self, dim, hidden, act):
-        super().__init__()
-        self.fc1, self.fc2, self.act = _linear(dim, hidden), _linear(hidden, dim), act
-
-    def forward(self, x):
-        return self.fc2(self.act(self.fc1(x)))
 
 
 class SvtrBlock(nn.Layer):   # rec_svtrnet's Block, post-residual (prenorm False), LayerNorm epsilon 1e-5
@@ -202,92 +190,6 @@ class EncoderWithSVTR(nn.Layer):
         return self.conv1x1(self.conv4(z)).squeeze(axis=2).transpose([0, 2, 1])   # then Im2Seq
 
 
-class CrossOrSelf(nn.Layer):   # rec_nrtr_head's MultiheadAttention: a fused qkv for self-attention, q and kv else
-    def __init__(self, dim, heads, self_attention):
-        super().__init__()
-        self.heads, self.dim, self.scale, self.self_attention = heads, dim, (dim // heads) ** -0.5, self_attention
-        if self_attention:
-            self.qkv = _linear(dim, dim * 3)
-        else:
-            self.q, self.kv = _linear(dim, dim), _linear(dim, dim * 2)
-        self.out_proj = _linear(dim, dim)
-
-    def forward(self, query, key=None, mask=None):
-        head = self.dim // self.heads
-        if self.self_attention:
-            qkv = self.qkv(query).reshape([0, query.shape[1], 3, self.heads, head]).transpose([2, 0, 3, 1, 4])
-            q, k, v = qkv[0], qkv[1], qkv[2]
-        else:
-            q = self.q(query).reshape([0, query.shape[1], self.heads, head]).transpose([0, 2, 1, 3])
-            kv = self.kv(key).reshape([0, key.shape[1], 2, self.heads, head]).transpose([2, 0, 3, 1, 4])
-            k, v = kv[0], kv[1]
-        attention = q.matmul(k.transpose([0, 1, 3, 2])) * self.scale
-        if mask is not None:
-            attention += mask
-        x = F.softmax(attention, axis=-1).matmul(v).transpose([0, 2, 1, 3]).reshape([0, query.shape[1], self.dim])
-        return self.out_proj(x)
-
-
-class DecoderBlock(nn.Layer):   # TransformerBlock with self- and cross-attention, post-norm
-    def __init__(self, dim, heads, hidden):
-        super().__init__()
-        self.self_attn, self.cross_attn = CrossOrSelf(dim, heads, True), CrossOrSelf(dim, heads, False)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(dim, epsilon=1e-5) for _ in range(3))
-        self.mlp = Mlp(dim, hidden, F.relu)
-
-    def forward(self, tgt, memory, mask):
-        tgt = self.norm1(tgt + self.self_attn(tgt, mask=mask))
-        tgt = self.norm2(tgt + self.cross_attn(tgt, key=memory))
-        return self.norm3(tgt + self.mlp(tgt))
-
-
-def _positions(length: int, dim: int) -> np.ndarray:   # PositionalEncoding's pe rows, computed in float32
-    position = np.arange(length, dtype=np.float32)[:, None]
-    div = np.exp(np.arange(0, dim, 2).astype(np.float32) * np.float32(-math.log(10000.0) / dim))
-    pe = np.zeros((length, dim), np.float32)
-    pe[:, 0::2], pe[:, 1::2] = np.sin(position * div), np.cos(position * div)
-    return pe
-
-
-class NRTR(nn.Layer):   # MultiHead's before_gtc and Transformer.forward_train (no encoder layers)
-    def __init__(self, channels, dim=NRTR_DIM, layers=NRTR_LAYERS):
-        super().__init__()
-        self.before = _linear(channels, dim, bias=False)
-        self.dim, self.classes = dim, NRTR_CLASSES + 1
-        normal = paddle.ParamAttr(initializer=nn.initializer.Normal(0.0, dim ** -0.5))
-        self.embedding = nn.Embedding(self.classes, dim, padding_idx=0, weight_attr=normal)
-        self.decoder = nn.LayerList([DecoderBlock(dim, dim // 32, dim * 4) for _ in range(layers)])
-        self.project = nn.Linear(dim, self.classes, weight_attr=normal, bias_attr=False)
-
-    def forward(self, features, target):
-        memory = self.before(features.flatten(2).transpose([0, 2, 1]))
-        length = target.shape[1] - 1
-        dtype = paddle.get_default_dtype()
-        tgt = self.embedding(target[:, :-1]) * math.sqrt(self.dim)
-        tgt = tgt + paddle.assign(_positions(length, self.dim).astype(dtype))
-        causal = np.triu(np.full((length, length), -np.inf, np.float32), 1)[None, None]
-        mask = paddle.assign(causal.astype(dtype))
-        for block in self.decoder:
-            tgt = block(tgt, memory, mask)
-        return self.project(tgt)
-
-
-def ctc_loss(logits, label, length):   # ppocr/losses/rec_ctc_loss.py's CTCLoss
-    steps, batch = logits.shape[1], logits.shape[0]
-    lengths = paddle.full([batch], steps, "int64")
-    loss = F.ctc_loss(logits.transpose([1, 0, 2]), label.astype("int32"), lengths, length, reduction="none")
-    return loss.mean()
-
-
-def nrtr_loss(logits, target, eps=0.1):   # ppocr/losses/rec_nrtr_loss.py's NRTRLoss with smoothing
-    classes = logits.shape[2]
-    pred, tgt = logits.reshape([-1, classes]), target[:, 1:].reshape([-1])
-    one_hot = F.one_hot(tgt, classes).astype(logits.dtype)
-    one_hot = one_hot * (1 - eps) + (1 - one_hot) * eps / (classes - 1)
-    loss = -(one_hot * F.log_softmax(pred, axis=1)).sum(axis=1)
-    return loss.masked_select(tgt != 0).mean()
-
-
 class Recognizer(nn.Layer):
     def __init__(self):
         super().__init__()
@@ -298,7 +200,7 @@ class Recognizer(nn.Layer):
         head_attr = paddle.ParamAttr(regularizer=paddle.regularizer.L2Decay(1e-5),
                                      initializer=nn.initializer.Uniform(-bound, bound))
         self.ctc_head = nn.Linear(120, CTC_CLASSES, weight_attr=head_attr, bias_attr=head_attr)
-        self.nrtr = NRTR(width)
+        self.nrtr = NRTR(width, NRTR_DIM, NRTR_LAYERS, NRTR_CLASSES)
 
     def forward(self, image, label_ctc, label_gtc, length):
         features = self.backbone(image)
