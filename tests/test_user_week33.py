@@ -186,8 +186,8 @@ def test_save_params_rebuilds_the_buffer_from_the_cells_and_leaves_it_out_of_a_p
 
 
 def test_the_trainers_scope_holds_the_buffer_paddle_holds_after_each_step(files, tmp_path):
-    """Before, the trainer's scope kept the startup's gru_0.w_0 while the cells trained (no op reads it), so a fetch
-    of it, the caller's scope and a checkpoint's arrays held the untrained buffer, 4.0e-2 off Paddle's. Now each step
+    """Before, the trainer's scope kept the startup's gru_0.w_0 while the cells trained (no op reads it), so the
+    caller's scope and a checkpoint's arrays held the untrained buffer, 4.0e-2 off Paddle's. Now each step
     rebuilds it from the cells, as Paddle's shared memory holds them: after the 4 AdamW steps it is Paddle's trained
     buffer to 8.0e-7, in the scope and in the checkpoint."""
     trainer = gradc.Trainer(files / "gru_adamw.pb", [files / "gru_startup.pb", files / "gru_adamw.startup.pb"])

@@ -126,7 +126,7 @@ def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rt
 
 
 def along_directions(name, value, analytic, objective, eps, rtol, atol, count, rng
-                      ) -> tuple[float, Mismatch | None, list[Kink]]:
+                     ) -> tuple[float, Mismatch | None, list[Kink]]:
     """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch,
     the directions crossing a kink: their misses are no mismatch, as an element's at a kink is not)."""
     units = random_directions(rng, value, count)
@@ -151,6 +151,7 @@ def _slot_of(name: str, slots: Mapping[str, list[str]]) -> str | None:
 
 
 def mismatch_report(what: str, attrs, problems: list[Mismatch]) -> str:
+    """A GradcheckError's text: what was checked (an op and its attrs, or "program"), then each mismatch's line."""
     lines = [f"{what}{' ' + str(dict(attrs)) if attrs else ''}: gradient mismatch"]
     for m in problems:
         where = f"at {m.index}" if m.direction is None else f"along random direction {m.direction}"

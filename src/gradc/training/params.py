@@ -229,7 +229,7 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
 
 def refresh_flat_buffers(scope, buffers: dict[str, list[str]]) -> None:
     """Each RNN flat buffer in ``scope`` rebuilt from its cells (rnn_flat.program_flat_buffers), as Paddle's, sharing
-    their memory, holds them after every step: what a fetch, a checkpoint or the caller's scope then reads."""
+    their memory, holds them after every step: what a checkpoint or the caller's scope then reads."""
     for buffer, cells in buffers.items():
         scope.assign(buffer, rebuilt_buffer(scope, cells))
 
