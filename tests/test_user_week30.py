@@ -255,6 +255,25 @@ def test_evaluate_gives_the_miou_of_the_sets_confusion_matrix(files, name):
     assert batched["acc"] == pytest.approx(_pixel_accuracy(name), abs=1e-12)
 
 
+def test_train_eval_gives_each_epochs_miou_as_evaluate_does(files):
+    """Before, gradc train --eval had no --miou: the epoch's evaluation gave the loss alone. Now train takes it (the
+    code is evaluate's): the U-Net's mIoU and accuracy on test.npz after an epoch of data.npz are what evaluate gives
+    of the parameters the epoch ended with (the per-class list stays evaluate's)."""
+    train = files / "unet_train_miou.pb"
+    assert gradc_cli("compile", files / "unet_forward.pb", "-o", train, *OPTIMIZERS["unet"]).returncode == 0
+    run = gradc_cli("train", train, "--startup", files / "unet_startup.pb", "--startup",
+                    files / "unet_train_miou.startup.pb", "--data", files / "data.npz", "--batch-size", 4, "--json",
+                    "--eval", files / "test.npz", "--miou", "--topk", 1, "--save-params", files / "unet_miou.npz")
+    assert run.returncode == 0, run.stderr
+    (epoch,) = [json.loads(line)["eval"] for line in run.stdout.splitlines() if '"event": "epoch"' in line]
+    scored = gradc_cli("evaluate", files / "unet_forward.pb", "--params", files / "unet_miou.npz", "--data",
+                       files / "test.npz", "--miou", "--json", "--batch-size", 4)
+    assert scored.returncode == 0, scored.stderr
+    evaluated = json.loads(scored.stdout)
+    assert "class_iou" not in epoch and 0 < epoch["miou"] < 1
+    assert {key: epoch[key] for key in ("acc", "miou")} == {key: evaluated[key] for key in ("acc", "miou")}
+
+
 def test_miou_of_an_exported_model_and_in_text(files):
     """The PIR export, with no loss op, scored with --ignore-index 255: the same mIoU as the training program; the
     text lists each class's IoU, and a program with no class scores to score is one error line."""
