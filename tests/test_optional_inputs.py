@@ -71,6 +71,7 @@ def _run(case: SlotCase, with_slot: bool) -> dict:
     for names in outputs.values():
         for name in names:
             block.create_var(name, None, None)
+    feed.update({outputs[slot][0]: value for slot, value in case.fed.items()})
     block.append_op(case.op, inputs, outputs, dict(case.attrs))
     fetch = [name for slot in opdef.outputs if slot in outputs for name in outputs[slot]]
     values = dict(zip(fetch, map(as_dense, gradc.Executor().run(program, feed, fetch, scope))))

@@ -241,6 +241,22 @@ def test_a_data_op_whose_var_is_not_fed_is_named(files, tmp_path):
     assert "block 0, op 0 (data) stands for the program's input 'x', which is not fed" in run.stderr
 
 
+def test_a_data_ops_shape_tensor_checks_the_fed_value():
+    """A data op's ShapeTensor stands for its shape attribute: a fed value of another shape is refused in one line
+    naming the op and the input; -1 takes any size."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("dims", [2], gradc.VarType.INT64)
+    block.create_var("x", [-1, -1], gradc.VarType.FP64)   # the declaration leaves the shape to the tensor
+    block.append_op("data", {"ShapeTensor": ["dims"]}, {"out": ["x"]}, {"shape": [5, 5], "dtype": 6})
+    value = np.ones((4, 3))
+    dims = {"dims": np.array([-1, 3], np.int64)}
+    np.testing.assert_array_equal(gradc.Executor().run(program, {**dims, "x": value}, ["x"])[0], value)
+    with pytest.raises(gradc.GradcError, match=r"op 0 \(data\).*'x' is fed with shape \[4, 2\]; its shape tensor "
+                       r"gives \[-1, 3\]"):
+        gradc.Executor().run(program, {**dims, "x": np.ones((4, 2))}, ["x"])
+
+
 def test_a_program_with_a_data_op_written_as_pir_names_its_input(files, tmp_path):
     """gradc's PIR export makes the data op PIR's own pd_op.data of the fed var (before: no export for data), and
     the PIR program gives Paddle's loss."""

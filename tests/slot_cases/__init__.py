@@ -23,6 +23,7 @@ class SlotCase:
     attrs: dict = field(default_factory=dict)
     overrides: bool = True         # without the slot, the attribute gives another result
     dtypes: dict = field(default_factory=dict)   # slot -> VarType declared instead of the array's (bfloat16, float8)
+    fed: dict = field(default_factory=dict)      # output slot -> the value fed to it (data: the program's input)
 
     @property
     def id(self) -> str:

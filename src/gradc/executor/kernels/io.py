@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import FeedError
 from ..scope import MISSING
 from . import kernel
@@ -17,8 +19,19 @@ def _fed(k, names: list[str], complaint) -> list:
 
 @kernel("data")
 def data(k):
-    return {"out": _fed(k, k.out_names("out")[:1],
-                        lambda unfed: f"{k.where} stands for the program's input '{unfed[0]}', which is not fed")[0]}
+    value = _fed(k, k.out_names("out")[:1],
+                 lambda unfed: f"{k.where} stands for the program's input '{unfed[0]}', which is not fed")[0]
+    if k.has("ShapeTensorList"):   # the shape as tensors, in place of the attribute (-1: any size)
+        declared = [int(np.asarray(dim).reshape(())) for dim in k.xs("ShapeTensorList")]
+    elif k.has("ShapeTensor"):
+        declared = [int(dim) for dim in np.asarray(k.x("ShapeTensor")).reshape(-1)]
+    else:
+        return {"out": value}
+    shape = np.shape(getattr(value, "array", value))
+    if len(shape) != len(declared) or any(want >= 0 and want != got for want, got in zip(declared, shape)):
+        raise FeedError(f"{k.where}: the input '{k.out_names('out')[0]}' is fed with shape {list(shape)}; its shape "
+                        f"tensor gives {declared}")
+    return {"out": value}
 
 
 @kernel("feed")
