@@ -34,7 +34,8 @@ def _matrix(out: int, size: int, rows, cols, weights, dtype) -> np.ndarray:
 def _arithmetic(method: str, axis: int, grad: bool):
     """How Paddle 3.3.1 computes the sampling positions and weights of an axis: (centre positions in
     double?, weight dtype; None: X's). Its loops differ by method, by axis (bilinear's H loop is not its
-    W loop), and between forward and grad; matching them makes float64 results agree to the last bits."""
+    W loop), and between forward and grad; matching them makes results agree to the last bits (a float64 grad
+    excepted: it is the forward's adjoint, as central differences say, where Paddle's is not)."""
     if grad:
         return False, None if method == "bicubic" else np.float32
     if method in ("linear", "bicubic"):
@@ -92,7 +93,8 @@ def _axis_matrix(k, axis, size, out, scale, dtype, grad):
     ratio = _ratio(size, out, scale, align_corners)
     if method == "nearest":
         return _matrix(out, size, np.arange(out), _nearest_index(size, out, ratio, align_corners), 1, dtype)
-    arithmetic = _arithmetic(method, axis, grad)
+    # a float64 grad is the forward's adjoint: Paddle's rounds its positions to float32 (bicubic 4.5e-5 off)
+    arithmetic = _arithmetic(method, axis, grad and dtype != np.float64)
     if method == "bicubic":
         return _bicubic(size, out, ratio, align_corners, arithmetic, dtype)
     centred = k.attr("align_mode") == 0 and not align_corners
