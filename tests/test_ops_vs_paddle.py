@@ -21,6 +21,8 @@ MOMENTUM_TENSOR = ("Paddle 3.3.1 ignores MomentumTensor and updates with the mom
                    "(test_batch_norm_modes checks gradc's update)")
 # case -> value Paddle gets wrong, and why: there gradc differs from Paddle, and its gradients agree with float64
 # central differences
+INTERP_POSITIONS = ("Paddle's float64 linear and bicubic interp grad kernels compute the sampling positions in float32 "
+                    "where the forward uses double, at a ratio float32 cannot hold; gradc's is the forward's adjoint")
 PADDLE_WRONG = {
     "pool/max_unpool2d_overlapping": {
         "x@GRAD": "an input cell that is the maximum of two windows lands twice on the same unpooled cell, "
@@ -35,6 +37,8 @@ PADDLE_WRONG = {
     "norm/spectral_norm": {"x@GRAD": "Paddle's spectral_norm_grad is dOut * (1 - u v^T sum(W / sigma)) / sigma, "
                                      "not dOut / sigma - u v^T sum(dOut * W) / sigma^2"},
     "norm/spectral_norm_dim1": {"x@GRAD": "the same spectral_norm_grad"},
+    **{f"interp/{case}": {"x@GRAD": INTERP_POSITIONS} for case in (
+        "bilinear_mode0_fraction", "bicubic_nhwc_down", "linear_mode0", "scale_tensor", "scale_tensor_bicubic")},
 }
 
 

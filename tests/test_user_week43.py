@@ -180,18 +180,23 @@ def test_a_pir_scale_attribute_is_used_in_double(files):
         np.testing.assert_allclose(ours[f"fetch_name_{index}"], paddle[name], rtol=0, atol=1e-12, err_msg=name)
 
 
-def test_float64_bicubic_gradient_is_paddles(files):
+def test_float64_bicubic_gradient_is_the_forwards_adjoint(files):
     """A float64 bicubic resize (align_corners False) to 7x9 and to a reference's 9x11 (paddle.shape(ref)[2:]) from
-    5x6: gradc's compilation gives Paddle's x@GRAD to 1e-13, its grad kernel's float32 sampling positions included
-    (which put both up to 2e-6 off central differences: left as found, docs/tools.md)."""
+    5x6: Paddle's grad kernel computes the sampling positions in float32 where its forward uses double, so its
+    gradient is up to 2e-6 off the forward's (gradc check: "compiled 0.00887494, numeric 0.00887445" while gradc
+    followed Paddle). gradc's float64 gradient is the forward's adjoint: check agrees at every element, and Paddle's
+    is the one off (float32 grads still follow Paddle's kernel)."""
     loss = META["resize"]["bicubic_loss"]
+    run = gradc_cli("check", files / "bicubic.pb", "--feed", files / "bicubic.npz", "--loss", loss, "--wrt", "x",
+                    "--max-elements", 180, "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["problems"] == [], run.stdout
     assert gradc_cli("compile", files / "bicubic.pb", "-o", files / "bicubic_grad.pb", "--loss", loss, "--wrt",
                      "x").returncode == 0
     run = gradc_cli("run", files / "bicubic_grad.pb", "--feed", files / "bicubic.npz", "--fetch", "x@GRAD=g", "-o",
                     files / "bicubic_grad.npz")
     assert run.returncode == 0, run.stderr
-    np.testing.assert_allclose(np.load(files / "bicubic_grad.npz")["g"], np.load(files / "bicubic.npz")["grad"],
-                               rtol=0, atol=1e-13)
+    off = np.abs(np.load(files / "bicubic_grad.npz")["g"] - np.load(files / "bicubic.npz")["grad"]).max()
+    assert 1e-7 < off < 1e-5
 
 
 def test_info_names_the_other_scalars_a_loss_could_be(files):

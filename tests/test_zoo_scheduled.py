@@ -97,9 +97,12 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     "tinypose_f64": ({"transpose2", "nearest_interp_v2", "bilinear_interp_v2", "split", "square", "adam"}, 3, 1e-11,
                      1e-11),
     # Paddle's float64 adaptive average pools (the squeeze-excitations' over 18 x 32, 9 x 16, 5 x 8 and the context
-    # module's) scale their gradients by float32(1 / n): measured 2.1e-8 of a gradient's largest, losses 4.5e-10
-    "pphumanseg_v2_lite_f64": ({"argsort", "cumsum", "gather", "bilinear_interp_v2", "pool2d", "momentum"}, 3, 1e-9,
-                               5e-8),
+    # module's) scale their gradients by float32(1 / n): measured 2.1e-8 of a gradient's largest, losses 4.5e-10;
+    # its bilinear resizes' grad kernels sample at float32 positions, where gradc's float64 gradient is the forward's
+    # exact adjoint (central differences agree with gradc's): 5e-8 to 1e-7 of the model's largest gradient (a small one,
+    # a batch norm's weight at 2e-6, is off by that absolute amount), losses 4.3e-9
+    "pphumanseg_v2_lite_f64": ({"argsort", "cumsum", "gather", "bilinear_interp_v2", "pool2d", "momentum"}, 3, 1e-8,
+                               2e-7),
 }
 # Float32 rounding differs between CPUs' BLAS kernels (these cases' fixed tolerances, measured on one CPU, failed on
 # one with AVX-512 by up to 6x): a float32 case is judged against Paddle's float64 run of the same batch and seeded
@@ -108,6 +111,8 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
 FLOAT64_REFERENCE = {"ppyoloe_s": "ppyoloe_s_f64", "picodet_s": "picodet_s_f64", "ppocrv4_rec": "ppocrv4_rec_f64",
                      "ppocrv4_det": "ppocrv4_det_f64"}
 FLOAT32_SPREAD = 10
+# judged within tolerance of the model's largest gradient, not each one's own: Paddle's error there is absolute
+MODEL_SCALED = {"pphumanseg_v2_lite_f64"}
 
 
 def _program(case, name):
@@ -156,17 +161,20 @@ def _scope(case, meta, program, startup=None):
     return scope
 
 
-def _assert_grads_match(grads, values, paddle, tolerance, reference=None):
-    """Against Paddle's gradients of the same precision within tolerance of each one's largest or, for a float32
-    case with a reference, against Paddle's float64 ones within FLOAT32_SPREAD times Paddle's own float32 distance."""
+def _assert_grads_match(grads, values, paddle, tolerance, reference=None, model_scaled=False):
+    """Against Paddle's gradients of the same precision within tolerance of each one's largest (of the model's
+    largest where ``model_scaled``) or, for a float32 case with a reference, against Paddle's float64 ones within
+    FLOAT32_SPREAD times Paddle's own float32 distance."""
     theirs = {g: paddle[f"@grad:{g}"] for g in grads}
+    largest = max(np.abs(v).max() for v in theirs.values())
     truth = theirs if reference is None else {g: reference[f"@grad:{g}"] for g in grads}
     # a bias a batch norm cancels has a gradient zero but for rounding: against 100 ulps of the largest
     floor = 100 * np.finfo(values[0].dtype).eps * max(np.abs(v).max() for v in truth.values())
     for grad, value in zip(grads, values):
         distance = np.abs(stored_grad(grad, value) - truth[grad]).max()
         if reference is None:
-            assert distance <= tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+            scale = largest if model_scaled else np.abs(theirs[grad]).max()
+            assert distance <= tolerance * scale + floor, (grad, distance)
         else:
             paddles = np.abs(theirs[grad].astype(np.float64) - truth[grad]).max()
             assert distance <= FLOAT32_SPREAD * (paddles + floor), (grad, distance, paddles)
@@ -221,7 +229,7 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
         np.testing.assert_array_equal(scope[lr_var].reshape(rates[step].shape), rates[step])
         _assert_loss_matches(loss, paddle, step, loss_tolerance, reference)
         if step == 0:   # the legacy program clips the gradient vars in place: Paddle fetched them clipped
-            _assert_grads_match(grads, values, paddle, grad_tolerance, reference)
+            _assert_grads_match(grads, values, paddle, grad_tolerance, reference, name in MODEL_SCALED)
 
 
 @pytest.mark.parametrize(("name", "ops", "steps"), [   # PP-OCRv4 det: its gradients and one step, for time (its
@@ -244,7 +252,7 @@ def test_pir_forward_compiles_to_paddles_pir_training(name, ops, steps):
     assert sorted(grads) == sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
     reference = _reference(name)
     _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, _scope(legacy, meta, backward)), paddle,
-                        grad_tolerance, reference)
+                        grad_tolerance, reference, name in MODEL_SCALED)
     startup = _optimizer(meta["optimizer"]).minimize(forward, meta["loss"], param_attrs=_param_attrs(meta))
     scope, schedule = _scope(legacy, meta, forward, startup), _schedule(meta["optimizer"]["schedule"])
     for step in range(steps):
