@@ -148,9 +148,13 @@ def test_empty_required_and_optional_slots():
     gradc.OpDesc("tanh", {"X": ["a", "b"]}, {"Out": ["y"]}),                           # two vars in a single slot
     gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": "two"}),             # a string for a float
     gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"op_namescope": "/"}),        # an undeclared attribute
+    gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"op_namescope": "/", "scale": "two"}),   # both
+    gradc.OpDesc("dropout", {"X": ["x"]}, {"Out": ["y"], "Mask": ["m"]}, {"op_namescope": "/", "is_test": 1},
+                 {"is_test": AttrType.INT}),                                          # Paddle 1.x's int for a bool
     gradc.OpDesc("while", {"X": [], "Condition": ["c"]}, {"Out": [], "StepScopes": ["s"]}, {"sub_block": 3}),
     gradc.OpDesc("no_such_op", {"X": []}, {"Out": ["y"]}),
-], ids=["ok", "empty", "two", "attr", "undeclared", "sub_block", "unknown"])
+], ids=["ok", "empty", "two", "attr", "undeclared", "undeclared_and_attr", "int_bool", "sub_block",
+         "unknown"])
 def test_definition_problem_is_the_slot_problem_else_the_attribute_problem(op):
     """The backward's one-call check says what the two checks say, in their order."""
     assert registry.definition_problem(op) == (registry.slot_problem(op) or registry.attr_type_problem(op))
