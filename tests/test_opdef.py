@@ -267,3 +267,31 @@ def test_the_default_maker_reads_a_context_as_the_backward_reads_its_names_and_w
         assert grad.outputs == {"X@GRAD": [], "Y@GRAD": ["w@GRAD@2"]}
         assert grad.attrs == {"x_num_col_dims": 2, "y_num_col_dims": 1}
     assert fwd.attrs == {"x_num_col_dims": 2}   # the forward op's own attributes untouched
+
+
+def test_the_default_maker_takes_one_var_slots_and_others_alike():
+    """Ops whose every read slot holds one var take the maker's straight-line path, the others (a missing optional
+    slot, a list of several or none) its loops: each slot as the forward op has it, grads where wanted, in order."""
+    grad_names = {name: f"{name}@GRAD" for name in ("x", "s", "b", "y", "m", "v", "a", "c", "out")}
+
+    def grad_op(fwd, wanted):
+        (op,) = registry.get(fwd.type).grad.grad_ops(fwd, registry.get(fwd.type), grad_names, wanted)
+        return op.inputs, op.outputs
+
+    stats = {"Y": ["y"], "Mean": ["m"], "Variance": ["v"]}
+    every = gradc.OpDesc("layer_norm", {"X": ["x"], "Scale": ["s"], "Bias": ["b"]}, stats)
+    assert grad_op(every, {"x", "b"}) == (
+        {"X": ["x"], "Scale": ["s"], "Bias": ["b"], "Mean": ["m"], "Variance": ["v"], "Y@GRAD": ["y@GRAD"]},
+        {"X@GRAD": ["x@GRAD"], "Scale@GRAD": [], "Bias@GRAD": ["b@GRAD"]})
+    no_bias = gradc.OpDesc("layer_norm", {"X": ["x"], "Scale": ["s"]}, stats)
+    assert grad_op(no_bias, {"x", "s"}) == (
+        {"X": ["x"], "Scale": ["s"], "Bias": [], "Mean": ["m"], "Variance": ["v"], "Y@GRAD": ["y@GRAD"]},
+        {"X@GRAD": ["x@GRAD"], "Scale@GRAD": ["s@GRAD"], "Bias@GRAD": []})
+    assert list(grad_op(no_bias, {"x"})[0]) == list(grad_op(every, {"x"})[0])   # the same slots, in the same order
+    one = gradc.OpDesc("concat", {"X": ["a"], "AxisTensor": ["axis"]}, {"Out": ["out"]})
+    assert grad_op(one, {"a"}) == ({"X": ["a"], "AxisTensor": ["axis"], "Out@GRAD": ["out@GRAD"]},
+                                   {"X@GRAD": ["a@GRAD"]})
+    two = gradc.OpDesc("concat", {"X": ["a", "c"], "AxisTensor": []}, {"Out": ["out"]})
+    assert grad_op(two, {"c"}) == ({"X": ["a", "c"], "AxisTensor": [], "Out@GRAD": ["out@GRAD"]},
+                                   {"X@GRAD": ["@EMPTY@", "c@GRAD"]})
+    assert grad_op(two, set())[1] == {"X@GRAD": []}

@@ -173,6 +173,7 @@ class _Layout(NamedTuple):
     output_grads: tuple[tuple[str, str], ...]     # (forward output slot, the grad op's input slot of its grad)
     input_grads: tuple[tuple[str, str], ...]      # (forward input slot, the grad op's output slot of its grad)
     attr_names: tuple[str, ...]                   # the definition's attributes, which the forward op should have
+    one_var_slots: Callable                       # _one_var_slots of the slots above
 
 
 @dataclass(frozen=True)
@@ -192,11 +193,12 @@ class GradOp:
         """The grad op's slots for this definition (a _Layout's fields as a plain tuple, which grad_ops unpacks faster),
         worked out once per op type (grad_ops looks it up in _layouts first; a definition registered again gets its
         own)."""
+        uses = tuple((slot, slot in opdef.inputs) for slot in self.uses)
+        output_grads = tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs)
+        input_grads = tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs)
         layout = self._layouts[opdef.type] = tuple(_Layout(
-            opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
-            tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
-            tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs),
-            tuple(opdef.attrs)))
+            opdef, self.type_for(opdef), uses, output_grads, input_grads, tuple(opdef.attrs),
+            _one_var_slots(uses, output_grads, input_grads)))
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
@@ -210,23 +212,21 @@ class GradOp:
         layout = self._layouts.get(opdef.type)
         if layout is None or layout[0] is not opdef:
             layout = self._new_layout(opdef)
-        _, grad_type, uses, output_grads, input_grads, attr_names = layout
+        _, grad_type, uses, output_grads, input_grads, attr_names, one_var_slots = layout
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
-        # most slots hold one var: a one-item list built directly, without map's or a comprehension's call
-        inputs = {}
-        for slot, is_input in uses:
-            inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
-        for slot, grad_slot in output_grads:
-            args = forward_outputs.get(slot, ())
-            inputs[grad_slot] = [grad_names[args[0]]] if len(args) == 1 else [grad_names[n] for n in args]
-        outputs = {}
-        for slot, grad_slot in input_grads:
-            args = forward_inputs.get(slot, ())
-            if len(args) == 1:
-                outputs[grad_slot] = [grad_names[args[0]]] if args[0] in wanted else []
-                continue
-            grads = [grad_names[n] if n in wanted else EMPTY_VAR for n in args]
-            outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
+        slots = one_var_slots(forward_inputs, forward_outputs, grad_names, wanted)
+        if slots is not None:   # every slot it reads holds one var: most ops
+            inputs, outputs = slots
+        else:
+            inputs = {}
+            for slot, is_input in uses:
+                inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
+            for slot, grad_slot in output_grads:
+                inputs[grad_slot] = [grad_names[n] for n in forward_outputs.get(slot, ())]
+            outputs = {}
+            for slot, grad_slot in input_grads:
+                grads = [grad_names[n] if n in wanted else EMPTY_VAR for n in forward_inputs.get(slot, ())]
+                outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs, op.var_attrs = grad_type, inputs, outputs, fwd.var_attrs
         attrs = fwd.attrs
@@ -238,6 +238,30 @@ class GradOp:
             op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
         op.is_target, op.repeated_attrs = None, ()
         return [op]
+
+
+def _one_var_slots(uses: tuple, output_grads: tuple, input_grads: tuple) -> Callable:
+    """GradOp.grad_ops' input and output dicts for an op whose every slot they read holds one var, as straight-line code
+    made once per layout: ``slots(forward inputs, forward outputs, grad_names, wanted)``, None where a slot is missing
+    or holds another number of vars (the loops handle those). The dicts' keys come in the loops' order."""
+    local: dict[tuple[str, bool], str] = {}   # (forward slot, whether an input slot) -> the local holding its var
+
+    def var(slot: str, is_input: bool) -> str:
+        return local.setdefault((slot, is_input), f"v{len(local)}")
+
+    reads = [f"{slot!r}: [{var(slot, is_input)}]" for slot, is_input in uses]
+    reads += [f"{grad!r}: [grad_names[{var(slot, False)}]]" for slot, grad in output_grads]
+    writes = [f"{grad!r}: [grad_names[{var(slot, True)}]] if {var(slot, True)} in wanted else []"
+              for slot, grad in input_grads]
+    unpack = ", ".join(f"({name},)" for name in local.values())
+    lists = ", ".join(f"{'inputs' if is_input else 'outputs'}[{slot!r}]" for slot, is_input in local)
+    source = "def slots(inputs, outputs, grad_names, wanted):\n"
+    if local:   # a missing slot (KeyError) or one of another length (ValueError) is the loops' case
+        source += f"    try:\n        {unpack}, = {lists},\n    except (KeyError, ValueError):\n        return None\n"
+    source += f"    return {{{', '.join(reads)}}}, {{{', '.join(writes)}}}\n"
+    namespace: dict = {}
+    exec(compile(source, "<gradc grad-op slots>", "exec"), namespace)
+    return namespace["slots"]
 
 
 class _Lookup:
