@@ -91,6 +91,14 @@ def default_loss(program: Program, notice: bool = True, notice_sole: bool = True
                               f"with --loss (loss= in Python)", GradcNotice, stacklevel=3)
             return total
         others = [] if last.type == "fetch" else other_sinks(program, candidates[0])
+        trained = [name for name in others if reaches_parameters(program, name)]
+        if len(trained) == 1 and not reaches_parameters(program, candidates[0]):
+            if notice:   # a metric written last (a CER through argmax and edit_distance) trains nothing
+                warnings.warn(f"the loss is {trained[0]}, the one float scalar no op reads that parameters reach "
+                              f"through ops with a gradient; {candidates[0]}, which the last op ({last.type}) writes, "
+                              f"is reached by none (a metric); name another with --loss (loss= in Python)",
+                              GradcNotice, stacklevel=3)
+            return trained[0]
         if others and notice:   # a metric written last (a PSNR after the loss) is picked as the loss would be
             warnings.warn(f"the loss is {candidates[0]}, the float scalar the last op ({last.type}) writes; float "
                           f"scalars no op reads besides it: {', '.join(others)}; if one of them is the loss, name it "
@@ -132,6 +140,29 @@ def other_sinks(program: Program, picked: str) -> list[str]:
     writers = {name: op.type for op in program.global_block.ops for name in op.output_names()}
     return [name for name in unread_scalars(program) if name != picked
             and (opdef := registry.OPS.get(writers[name])) is not None and opdef.grad not in (None, registry.NO_GRAD)]
+
+
+def reaches_parameters(program: Program, name: str) -> bool:
+    """Whether a parameter of block 0 reaches ``name`` through ops with a gradient and the inputs they
+    differentiate (an op gradc does not know, or one running a sub-block, counts as reaching)."""
+    block = program.global_block
+    writers = {out: op for op in block.ops for out in op.output_names()}
+    seen, pending = set(), [name]
+    while pending:
+        var_name = pending.pop()
+        var = block.find_var(var_name)
+        if var is not None and var.is_parameter:
+            return True
+        op = writers.get(var_name)
+        if op is None or var_name in seen:
+            continue
+        seen.add(var_name)
+        opdef = registry.OPS.get(op.type)
+        if opdef is None or "sub_block" in op.attrs:
+            return True
+        if opdef.grad not in (None, registry.NO_GRAD):
+            pending += [arg for slot, args in op.inputs.items() if slot not in opdef.no_grad_inputs for arg in args]
+    return False
 
 
 def no_loss_hint(program: Program) -> str:

@@ -257,14 +257,17 @@ def _loss(program: Program) -> tuple[str | None, str]:
                          "paddle.static.gradients and of PIR programs; gradc train reports "
                          f"{'it' if len(seeded) == 1 else ', '.join(seeded)}")
     candidates = loss_candidates(program)
-    if len(candidates) == 1:   # a PSNR written after the loss is picked so: name the other candidates
+    picked = default_loss(program, notice=False)
+    if len(candidates) == 1 and picked == candidates[0]:   # a PSNR written after the loss is picked so: name the others
         others = [] if block.ops[-1].type == "fetch" else other_sinks(program, candidates[0])
         doubt = f"; float scalars no op reads besides it: {', '.join(others)} (--loss NAME)" if others else ""
         return _unscaled(block, candidates[0], "the loss gradc would pick", "gradc compile picks it by itself" + doubt)
-    picked = default_loss(program, notice=False)
     if picked in candidates:
         return picked, ("gradc compile picks it by itself: of the float scalars the last op writes, the one summing "
                         "the others")
+    if picked and candidates:
+        return picked, (f"gradc compile picks it by itself: the one float scalar no op reads that parameters reach "
+                        f"through ops with a gradient ({candidates[0]}, the last op's, is reached by none: a metric)")
     if picked:
         return picked, "gradc compile picks it by itself: the one float scalar no op reads"
     unread = unread_scalars(program)
