@@ -48,6 +48,36 @@ def sparse_padding_lookups(block: Block, names: list[str]) -> dict[str, str]:
     return found
 
 
+def gradient_scaling_ops(block: Block, names: list[str]) -> list[str]:
+    """'TYPE (block 0, op I)' for each op whose gradient is deliberately not its output's derivative and which reads
+    a value computed from one of ``names``: warpctc with norm_by_times divides each sequence's gradient, and not
+    its loss, by the sequence's length, as Paddle's does."""
+    depends, found = set(names), []
+    for index, op in enumerate(block.ops):
+        if depends & set(op.input_names()):
+            depends |= set(op.output_names())
+            if op.type == "warpctc" and op.attrs.get("norm_by_times"):
+                found.append(f"{op.type} (block 0, op {index})")
+    return found
+
+
+def mismatch_reasons(block: Block, bad: list[str], losses: list[str]) -> str:
+    """Why the compiled gradients of ``bad`` may differ from central differences and rightly so, as '; ...'
+    clauses (empty when nothing explains it)."""
+    padded = sparse_padding_lookups(block, bad)
+    cut = gradientless_ops(block, [name for name in bad if name not in padded], losses)
+    why = (f"; the loss depends on them through ops without a gradient (Paddle defines none) or inputs that get "
+           f"none (a loss's label, as in Paddle), a part central differences count and the compiled gradient "
+           f"does not: {', '.join(cut)}" if cut else "")
+    why += "".join(f"; {name} is read by {lookup}: its padding row gets the output gradient of the padding "
+                   f"positions, as Paddle's sparse kernel gives it, where central differences give 0 (the loss "
+                   f"does not depend on it)" for name, lookup in padded.items())
+    scaled = gradient_scaling_ops(block, bad)
+    return why + (f"; {', '.join(scaled)} has norm_by_times: its gradient is each sequence's divided by the "
+                  f"sequence's input length, and its loss is not (Paddle's semantics), so the compiled gradient is "
+                  f"not the loss's; check with norm_by_times off" if scaled else "")
+
+
 def _is_float(block: Block, name: str) -> bool:
     var = block.find_var(name)
     return var is not None and var.dtype in DIFFERENTIABLE_DTYPES

@@ -7,6 +7,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterable
 
+from .. import registry
 from ..errors import GradcNotice, GradcWarning
 from ..ir import Block
 from ..pairing import FORWARD, op_kinds
@@ -93,7 +94,7 @@ def _listed(names: list[str]) -> str:
 def _path_reason(block: Block, readers: dict[str, list], param: str, losses: set[str], no_grad: set[str]) -> str:
     """The first var that stops the gradient on a forward path from ``param`` to a loss, found breadth first."""
     path = _path_to(readers, param, losses)
-    return _blocker(block, path, no_grad) if path else "the loss does not depend on it"
+    return _blocker(block, readers, path, no_grad) if path else "the loss does not depend on it"
 
 
 def _path_to(readers: dict[str, list], start: str, ends: set[str]) -> list[str]:
@@ -135,12 +136,19 @@ def _path(came_from: dict[str, str | None], end: str) -> list[str]:
     return path[::-1]
 
 
-def _blocker(block: Block, path: list[str], no_grad: set[str]) -> str:
-    for name in path[1:]:
+def _blocker(block: Block, readers: dict[str, list], path: list[str], no_grad: set[str]) -> str:
+    for before, name in zip(path, path[1:]):
         var = block.find_var(name)
         if name in no_grad or (var is not None and var.stop_gradient):
             return (f"its path to the loss goes through '{name}', which is stop_gradient (a detach, or "
                     f"stop_gradient = True left on a layer's output)")
+        op = next(op for op in readers[before] if name in op.output_names())
+        opdef = registry.get(op.type)
+        slots = [slot for slot, args in op.inputs.items() if before in args]
+        if opdef is not None and (opdef.grad in (None, registry.NO_GRAD) or set(slots) <= opdef.no_grad_inputs):
+            # one reason for every parameter blocked there (a CER's argmax blocks the whole network)
+            return (f"its path to the loss goes through {op.type} (writing {name}), which passes no gradient to "
+                    f"{'its input ' + slots[0] if opdef.differentiable else 'its inputs'}")
     return f"no op on its path to the loss ({' -> '.join(path)}) has a gradient"
 
 

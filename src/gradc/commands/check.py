@@ -62,7 +62,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..amp_loss import unscaled_loss
     from ..backward import default_loss
     from ..backward.ungraded import warn_ungraded
-    from ..cut_paths import gradientless_ops, sparse_padding_lookups
+    from ..cut_paths import mismatch_reasons
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
@@ -104,6 +104,9 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         warnings.warn(note, GradcNotice, stacklevel=2)
     if not wrt:   # a parameter with no gradient is checked by no row: say which and why
         warn_ungraded(prog.global_block, [c.var for c in checks], losses)
+    if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
+        raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)} (name the loss "
+                         f"with --loss, the vars to check with --wrt)")
     if as_json:
         emit(checked_document(program, losses, checks, rtol, atol))
         if any(c.mismatch is not None for c in checks):
@@ -118,15 +121,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
-        padded = sparse_padding_lookups(prog.global_block, bad)
-        cut = gradientless_ops(prog.global_block, [name for name in bad if name not in padded], losses)
-        why = (f"; the loss depends on them through ops without a gradient (Paddle defines none) or inputs that get "
-               f"none (a loss's label, as in Paddle), a part central differences count and the compiled gradient "
-               f"does not: {', '.join(cut)}" if cut else "")
-        why += "".join(f"; {name} is read by {lookup}: its padding row gets the output gradient of the padding "
-                       f"positions, as Paddle's sparse kernel gives it, where central differences give 0 (the loss "
-                       f"does not depend on it)" for name, lookup in padded.items())
-        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{why}")
+        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}"
+                         f"{mismatch_reasons(prog.global_block, bad, losses)}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     unchecked = [c.var for c in checks if compared_nothing(c)]
     said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""
