@@ -214,9 +214,10 @@ def test_check_of_each_recogniser_against_central_differences(files, model):
 
 def test_pir_export_and_gradc_export_run_as_paddle(files):
     """Paddle's paddle.jit.save of the CRNN (softmax and argmax fetched) run by gradc gives the dygraph and
-    Predictor outputs to 1e-7 and the same argmax; gradc export of the trained CRNN with its decode (image and input
-    lengths in; logits, tokens, lengths out; batch norm in test mode) decodes its logits greedily as a hand-written
-    decoder does (and, by hand, runs in Paddle's Predictor to 3.6e-7 and the same tokens) (no fault)."""
+    Predictor outputs to 1e-7 and the same argmax; gradc export of the CRNN with its decode (image and input lengths
+    in; logits, tokens, lengths out; batch norm in test mode), on the initial weights, decodes its logits greedily as
+    a hand-written decoder does (and, by hand, runs in Paddle's Predictor to 6.6e-7 and the same tokens) (no
+    fault)."""
     run = gradc_cli("run", files / "crnn_pir.json", "--params", files / "crnn_pir.pdiparams", "--feed",
                     files / "pir_feed.npz", "-o", files / "pir_out.npz")
     assert run.returncode == 0, run.stderr
@@ -225,7 +226,7 @@ def test_pir_export_and_gradc_export_run_as_paddle(files):
         np.testing.assert_allclose(ours["fetch_name_0"], paddle[key], rtol=0, atol=1e-7)
     assert np.array_equal(ours["fetch_name_1"], paddle["dygraph_1"])
     folder, names = files / "crnn_lstm", META["crnn_lstm"]
-    export = gradc_cli("export", folder / "forward.pb", "--params", folder / "trained.npz", "-o", folder / "ocr.json",
+    export = gradc_cli("export", folder / "forward.pb", "--params", folder / "init.npz", "-o", folder / "ocr.json",
                        "--input", "image", "--input", "input_len", "--fetch", f"{names['logits']}=logits", "--fetch",
                        f"{names['tokens']}=tokens", "--fetch", f"{names['lengths']}=lengths")
     assert export.returncode == 0, export.stderr
@@ -238,3 +239,4 @@ def test_pir_export_and_gradc_export_run_as_paddle(files):
         kept = [int(t) for i, t in enumerate(steps) if t != 0 and (i == 0 or t != steps[i - 1])]
         assert exported["lengths"][row, 0] == len(kept) and exported["tokens"][row, :len(kept)].tolist() == kept
         assert not exported["tokens"][row, len(kept):].any()
+    assert exported["lengths"].sum() > 0   # (the trained weights decode every line to nothing yet)
