@@ -34,7 +34,8 @@ from .run import STRICT_PARAMS
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs run first (values --params does not give). Repeatable.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Examples per run; the means are over examples, so it changes only the rounding.")
+              help="Examples per run; the means are over examples, so it changes only the rounding (but for a "
+              "loss summed over its batch, reduction='sum', whose batch values grow with the size).")
 @loss_option("the one gradc train reports", "the loss is the sum of their means, each mean listed too (a "
              "multi-task model compiled with several --loss).")
 @click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
