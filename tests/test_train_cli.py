@@ -169,3 +169,20 @@ def test_a_pickle_naming_anything_but_numpy_is_refused(tmp_path):
         gradc.training.read_values(tmp_path / "evil.pdparams")
     time.sleep(0.01)
     assert not (tmp_path / "pwned").exists()
+
+
+def test_save_trained_of_a_gradient_merge_program_writes_its_parameters(tmp_path):
+    """--gradient-merge puts the optimizer ops in a conditional sub-block; --save-trained looked at block 0 only and
+    wrote "0 trained parameters". Now it writes the 4 the sub-block's adam ops update, as --save-params has them."""
+    mlp = DATA / "user_week2" / "mlp"
+    merged = tmp_path / "gm.pb"
+    assert invoke("compile", mlp / "forward.pb", "-o", merged, "--optimizer", "adam", "--gradient-merge",
+                  2).returncode == 0
+    run = invoke("train", merged, "--startup", tmp_path / "gm.startup.pb", "--params", mlp / "params.npz", "--data",
+                 mlp / "feed.npz", "--batch-size", 4, "--steps", 2, "--save-params", tmp_path / "all.npz",
+                 "--save-trained", tmp_path / "trained.npz")
+    assert run.returncode == 0 and "(4 trained parameters)" in run.stdout
+    trained, saved = np.load(tmp_path / "trained.npz"), np.load(tmp_path / "all.npz")
+    assert sorted(trained.files) == ["linear_0.b_0", "linear_0.w_0", "linear_1.b_0", "linear_1.w_0"]
+    for name in trained.files:
+        np.testing.assert_array_equal(trained[name], saved[name])

@@ -4,14 +4,14 @@ backward, optimizer and learning-rate ops removed, dropout and batch norm in tes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .. import registry
 from ..errors import GradcError, closest
 from ..executor.feeding import program_inputs
 from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
-from ..ir import GRAD_SUFFIX, AttrType, Program, roles
+from ..ir import GRAD_SUFFIX, AttrType, Block, OpDesc, Program, roles
 from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
@@ -29,21 +29,24 @@ def is_training_op(op) -> bool:
     return op.type in UPDATES or any(GRAD_SUFFIX in name for name in op.output_names())
 
 
-def updates_parameters(program: Program) -> bool:
-    """Whether an op of any block is an optimizer or update op."""
+def _update_ops(program: Program) -> Iterator[tuple[Block, OpDesc]]:
+    """Each optimizer or update op of any block (gradient merge's sit in a conditional sub-block), with its block."""
     for block in program.blocks:
         for op in block.ops:
             if op.type in UPDATES or roles.has_role(op, roles.OPTIMIZE):
-                return True
-    return False
+                yield block, op
+
+
+def updates_parameters(program: Program) -> bool:
+    """Whether an op of any block is an optimizer or update op."""
+    return next(_update_ops(program), None) is not None
 
 
 def updated_parameters(program: Program) -> list[str]:
-    """The parameters an update op of block 0 writes (its ParamOut: a parameter ParamAttr(learning_rate=0) keeps at
+    """The parameters an update op of any block writes (its ParamOut: a parameter ParamAttr(learning_rate=0) keeps at
     its value too), by name: a fine-tuned model's own part, without the frozen base."""
-    block = program.global_block
-    return sorted({name for op in block.ops if op.type in UPDATES or roles.has_role(op, roles.OPTIMIZE)
-                   for name in op.output_names() if (var := block.find_var(name)) is not None and var.is_parameter})
+    return sorted({name for block, op in _update_ops(program) for name in op.output_names()
+                   if (var := block.find_var(name)) is not None and var.is_parameter})
 
 
 def updates_nothing(program: Program) -> str | None:
