@@ -5,6 +5,7 @@ import pytest
 
 import gradc
 from gradc.training import Dataset, Trainer, forward_part
+from gradc.training.eval_plan import EvalMetrics
 from gradc.training.programs import is_training_op
 
 EXAMPLE = __import__("pathlib").Path(__file__).parent.parent / "examples" / "digits"
@@ -129,3 +130,15 @@ def test_check_nan_names_the_op_the_var_and_the_step():
                                                    r"'log_0.tmp_0' \(output Out\); a forward op; it read "
                                                    r"X=fc_0.tmp_1 float32\[2, 2\] min -2.025 max -2.025$"):
         t.train_step({"x": np.ones((2, 2), np.float32)})
+
+
+@pytest.mark.parametrize("metrics, message", [
+    (dict(topk=[11]), r"top-11 accuracy of 10 classes \('linear_0.tmp_1'\): every example would count as right"),
+    (dict(topk=[1], mask="nope"), r"--mask nope: the data has no such array")])
+def test_evaluation_metrics_the_data_cannot_give_are_refused_before_the_first_step(metrics, message):
+    """The labels were fitted to the evaluation only in each epoch's evaluation: a k past the class count or a mask
+    not in the data trained a whole epoch first. Now check_data fits them: refused with no step taken."""
+    t = trainer()
+    with pytest.raises(gradc.GradcError, match=message):
+        t.fit(digits(64), batch_size=16, eval_data=digits(32, "test"), metrics=EvalMetrics(**metrics))
+    assert t.step == 0

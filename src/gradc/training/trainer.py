@@ -83,6 +83,7 @@ class Trainer:
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
+        self._labels_fitted: dict[tuple, Dataset | OneBatch] = {}   # by plan: the data it was last fitted to
         self.metrics = EvalMetrics()   # fit's: what an evaluation reports beside the scalars
         self.early_stopping: EarlyStopping | None = None
         self._settings: dict | None = None   # the last fit's, which a checkpoint records
@@ -129,7 +130,6 @@ class Trainer:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
         data = without_unread(self.program, as_data(data, "eval data", self.program))
         evaluation = self._eval_plan(data)
-        fit_labels(self.program, evaluation, data, self.metrics.mask, self.metrics.ignore_index)
         self._reseed(EVAL, self.epoch)
         return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
 
@@ -137,13 +137,18 @@ class Trainer:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
         check_fits(self.program, data, batch_size, drop_last)
         if eval_data is not None:
-            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program,
-                       evaluated=True)
+            check_fits(self._eval_plan(eval_data, fitted=False).program, eval_data, batch_size,
+                       labels_of=self.program, evaluated=True)
+            self._eval_plan(eval_data)   # a k past the class count, a --mask not there: refused before the first step
 
-    def _eval_plan(self, data: Dataset | OneBatch) -> EvalPlan:
+    def _eval_plan(self, data: Dataset | OneBatch, fitted: bool = True) -> EvalPlan:
+        """``data``'s evaluation plan, fitted to its labels (fit_labels) once per data set unless not ``fitted``."""
         key = (tuple(sorted(data_arrays(data))), repr(self.metrics))
         if key not in self._eval_plans:
             self._eval_plans[key] = trainer_plan(self.program, data, self.fetch, self.metrics)
+        if fitted and self._labels_fitted.get(key) is not data:
+            fit_labels(self.program, self._eval_plans[key], data, self.metrics.mask, self.metrics.ignore_index)
+            self._labels_fitted[key] = data
         return self._eval_plans[key]
 
     # ------------------------------------------------------------------ the loop
