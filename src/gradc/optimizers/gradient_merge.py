@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ..ir import AttrType, Program, VarType, roles
 from ..ops.control_flow_double import outer_reads
-from ..registry import make_op
-from .emit import LR_SCHEDULE, Emitter, complete
+from ..schedules import GRADIENT_MERGE_K as K
+from .emit import LR_SCHEDULE, Emitter
 
-STEP, K, ZERO, COND = "gradient_merge_step", "gradient_merge_k", "gradient_merge_zero", "gradient_merge_cond"
+STEP, ZERO, COND = "gradient_merge_step", "gradient_merge_zero", "gradient_merge_cond"
 
 
 def merge_gradients(program: Program, startup: Program, pairs: list[tuple[str, str]], k_steps: int) -> None:
@@ -40,9 +40,11 @@ def merge_gradients(program: Program, startup: Program, pairs: list[tuple[str, s
         emit.op("elementwise_add", {"X": [grad], "Y": [merged[grad]]}, {"Out": [merged[grad]]}, {"axis": -1},
                 roles.BACKWARD, [param, merged[grad]])
     sub = program.append_block(block.idx)
+    in_sub = Emitter(program)
+    in_sub.block = sub
     for total in merged.values():
-        sub.ops.append(_role(complete(make_op("scale", {"X": [total]}, {"Out": [total]},
-                                              {"scale": 1.0 / k_steps, "bias": 0.0, "bias_after_scale": False}))))
+        in_sub.op("scale", {"X": [total]}, {"Out": [total]},
+                  {"scale": 1.0 / k_steps, "bias": 0.0, "bias_after_scale": False}, roles.BACKWARD)
     for op in updates:   # the updates read (and a clip rewrites) the merged gradients, not this run's
         for slots in (op.inputs, op.outputs):
             for slot, names in slots.items():
@@ -50,7 +52,7 @@ def merge_gradients(program: Program, startup: Program, pairs: list[tuple[str, s
         sub.ops.append(op)
     for total in merged.values():
         var = block.var(total)
-        sub.ops.append(_role(Emitter.fill_constant(total, var.shape, var.dtype, 0.0), roles.OPTIMIZE))
+        in_sub.append(Emitter.fill_constant(total, var.shape, var.dtype, 0.0), roles.OPTIMIZE)
     # its outputs: the state it updates (a clip's norm is the block's own temporary)
     written = list(dict.fromkeys(name for op in sub.ops for name in op.output_names() if block.var(name).persistable))
     scope = block.unused_name("_generated_var_{}")
@@ -59,9 +61,3 @@ def merge_gradients(program: Program, startup: Program, pairs: list[tuple[str, s
                   {"Out": written, "Scope": [scope]}, {"is_scalar_condition": True}, roles.FORWARD, [])
     run.set_attr("sub_block", sub.idx, AttrType.BLOCK)
     program.mark_changed()
-
-
-def _role(op, role: int = roles.BACKWARD):
-    roles.set_role(op, role)
-    op.set_attr("op_role_var", [], AttrType.STRINGS)
-    return op
