@@ -38,14 +38,13 @@ from .retrieval import RecallTally, check_towers, parse_pair
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
 
 
-def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None,
-         loss: str | Sequence[str] | None = None, label: str | None = None, topk: Sequence[int] = (),
-         miou: bool = False, recall: tuple[str, str] | None = None, test_mode: bool = True) -> EvalPlan:
-    """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss, or the
-    losses) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where scores and labels are
-    found; with ``recall`` (query, gallery) the recall@k of each k; in test mode unless ``test_mode`` is False
-    (dropout on: a Monte Carlo dropout pass)."""
-    losses = list(loss) if isinstance(loss, list) else named_losses(program, loss)   # a list: resolved already
+def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, losses: Sequence[str] = (),
+         label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
+         recall: tuple[str, str] | None = None, test_mode: bool = True) -> EvalPlan:
+    """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
+    named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
+    scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; in test mode unless
+    ``test_mode`` is False (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
@@ -91,8 +90,8 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
         raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
-        return plan(program, sorted(data_arrays(data)), fetch, None, metrics.label, metrics.topk, metrics.miou,
-                    metrics.recall)
+        return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
+                    metrics.topk, metrics.miou, metrics.recall)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
 
