@@ -44,21 +44,23 @@ def info(program, as_json, params):
         return
     if params and program == STDIO:
         raise click.UsageError("--params: with a program file, not one piped in")
-    facts = summary(program)
+    prog = load(program) if params else None   # loaded once, for the summary and the files' facts
+    facts = summary(program, prog)
     lines = _lines(facts)
     if params:
-        facts["params"] = loading_facts(load(program), params)
+        facts["params"] = loading_facts(prog, params)
         lines += loading_lines(facts["params"], len(facts["parameters"]))
     click.echo(json.dumps(facts) if as_json else "\n".join(lines))
 
 
-def summary(program: str) -> dict:
-    """What `gradc info` says about the program file, as plain data (--json prints it)."""
+def summary(program: str, prog: Program | None = None) -> dict:
+    """What `gradc info` says about the program file (``prog``: its program, if loaded already), as plain data
+    (--json prints it)."""
     if program == STDIO:   # read once: a pipe gives its bytes one time
         head = sys.stdin.buffer.read()
         prog = parse_program(head, detect_format(program, head), "<stdin>")
     else:
-        prog = load(program)
+        prog = prog if prog is not None else load(program)
         with open(program, "rb") as handle:
             head = handle.read(4096)
     fmt = detect_format(program, head[:4096])
