@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..executor.feeding import shape_fits
 from ..ir import Program
 from ..training.params import read_values
 
@@ -42,8 +43,7 @@ def loading_facts(program: Program, paths: tuple[str, ...]) -> dict:
     for name, value in sorted(values.items()):
         var = block.find_var(name)
         shape = list(var.shape) if var is not None else None
-        if shape is not None and (len(shape) != np.ndim(value) or any(
-                want not in (-1, got) for want, got in zip(shape, np.shape(value)))):
+        if shape is not None and not shape_fits(np.shape(value), shape):
             mismatched[name] = {"file": list(np.shape(value)), "program": shape}
     return {"files": [str(path) for path in paths], "given": [name for name in params if name in values],
             "not_given": [name for name in params if name not in values],
