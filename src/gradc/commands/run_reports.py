@@ -65,7 +65,7 @@ def kinks_said(check) -> str:
             f"along them: the loss's slopes on either side differ), e.g. direction {first.direction}: left "
             f"{first.left:.6g}, right {first.right:.6g}, compiled {first.compiled:.6g}"
             + ("; no direction compared: the elements' check (--max-elements) tells the kinks apart"
-               if len(check.kinks) == check.directions else ""))
+               if compared_nothing(check) else ""))
 
 
 def compared_nothing(check) -> bool:

@@ -92,6 +92,11 @@ def checked_mask(arrays: Mapping, mask: str | None, label: str, source: str) -> 
     return mask
 
 
+def accuracy_key(k: int, ks: Sequence[int]) -> str:
+    """The name the top-``k`` accuracy is reported by among those at ``ks``: "acc" for top-1 alone, else "acc_topK"."""
+    return "acc" if len(ks) == 1 and k == 1 else f"acc_top{k}"
+
+
 class ScoreTally:
     """Top-k hits and, for the mIoU, the confusion matrix of every batch's counted rows, summed over the whole set
     (the set's, not a mean of the batches')."""
@@ -110,8 +115,7 @@ class ScoreTally:
 
     def results(self) -> dict:
         """"acc" (top-1 alone) or "acc_topK" each, and with the mIoU "miou" and "class_iou" (a list by class)."""
-        results = {"acc" if len(self.correct) == 1 and k == 1 else f"acc_top{k}": right / max(self.counted, 1)
-                   for k, right in self.correct.items()}
+        results = {accuracy_key(k, self.correct): right / max(self.counted, 1) for k, right in self.correct.items()}
         if self.miou:
             ious, results["miou"] = class_iou(np.zeros((0, 0)) if self.matrix is None else self.matrix)
             results["class_iou"] = ious

@@ -10,9 +10,10 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
-from .accuracy import checked_mask, class_axis
+from .accuracy import accuracy_key, checked_mask, class_axis
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
+from .retrieval import recall_key
 
 
 @dataclass
@@ -49,9 +50,9 @@ class EvalMetrics:
         """The names its numbers are reported by where the program's scores allow them (higher is better for each):
         recall@K, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
         ks = sorted(set(self.topk))
-        names = [f"recall@{k}" for k in ks or [1]] if self.recall else []
+        names = [recall_key(k) for k in ks or [1]] if self.recall else []
         if ks and (self.miou or not self.recall):
-            names += ["acc"] if ks == [1] else [f"acc_top{k}" for k in ks]
+            names += [accuracy_key(k, ks) for k in ks]
         return names + (["miou"] if self.miou else [])
 
 

@@ -53,4 +53,8 @@ class RecallTally:
         queries, gallery = np.concatenate(self.queries), np.concatenate(self.gallery)
         scores = queries @ gallery.T
         hits = top_k_hits(scores, np.arange(len(scores)), self.topk)
-        return {f"recall@{k}": hits[k] / len(scores) for k in self.topk}
+        return {recall_key(k): hits[k] / len(scores) for k in self.topk}
+
+
+def recall_key(k: int) -> str:
+    return f"recall@{k}"
