@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import FeedError
+from ..feeding import shape_fits
 from ..scope import MISSING
 from . import kernel
 
@@ -28,7 +29,7 @@ def data(k):
     else:
         return {"out": value}
     shape = np.shape(getattr(value, "array", value))
-    if len(shape) != len(declared) or any(want >= 0 and want != got for want, got in zip(declared, shape)):
+    if not shape_fits(shape, declared):
         raise FeedError(f"{k.where}: the input '{k.out_names('out')[0]}' is fed with shape {list(shape)}; its shape "
                         f"tensor gives {declared}")
     return {"out": value}
