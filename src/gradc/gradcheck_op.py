@@ -17,10 +17,10 @@ from .executor import Executor, LoDTensor, Scope
 from .gradcheck_verdicts import (
     Kink,
     Mismatch,
-    directional_misses,
+    along_units,
     directional_tolerances,
-    directional_verdict,
     element_mismatch,
+    verdict_along,
 )
 from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 
@@ -131,11 +131,11 @@ def along_directions(name, value, analytic, objective, eps, rtol, atol, count, r
     the directions crossing a kink: their misses are no mismatch, as an element's at a kink is not)."""
     units = random_directions(rng, value, count)
     numeric = directional_derivatives(objective, value, eps, units)
-    misses = directional_misses(analytic, units, numeric, rtol, atol)
-    found = direction_kinks(objective, value, eps, units[misses],
-                            directional_tolerances(analytic, units[misses], rtol, atol)) if misses.size else {}
+    along, tolerances = along_units(analytic, units), directional_tolerances(analytic, units, rtol, atol)
+    misses = np.flatnonzero(~(np.abs(along - numeric) <= tolerances))   # NaN is a miss
+    found = direction_kinks(objective, value, eps, units[misses], tolerances[misses]) if misses.size else {}
     kinked = {int(misses[k]): sides for k, sides in found.items()}
-    return directional_verdict(name, analytic, units, numeric, rtol, atol, kinked)
+    return verdict_along(name, along, numeric, tolerances, kinked)
 
 
 def _declare(program: Program, name: str, array: np.ndarray) -> None:

@@ -41,21 +41,22 @@ def directional_tolerances(analytic, units: np.ndarray, rtol: float, atol: float
     return np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
 
 
-def directional_misses(analytic, units: np.ndarray, numeric: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    """The rows of ``units`` along which the analytic derivative is off its ``numeric`` central difference (NaN is)."""
-    return np.flatnonzero(~(np.abs(along_units(analytic, units) - numeric)
-                            <= directional_tolerances(analytic, units, rtol, atol)))
-
-
 def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
                         atol: float, kinked: dict | None = None) -> tuple[float, Mismatch | None, list[Kink]]:
     """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences: (the
     largest error of the directions compared, the worst mismatch, the Kinks); a direction crossing a kink
     (``kinked``, central_differences.direction_kinks) is reported, not compared."""
-    along, kinked = along_units(analytic, units), kinked or {}
+    return verdict_along(name, along_units(analytic, units), numeric,
+                         directional_tolerances(analytic, units, rtol, atol), kinked)
+
+
+def verdict_along(name: str, along: np.ndarray, numeric: np.ndarray, tolerances: np.ndarray,
+                  kinked: dict | None = None) -> tuple[float, Mismatch | None, list[Kink]]:
+    """directional_verdict from the analytic derivatives along the units and their tolerances (NaN is off)."""
+    kinked = kinked or {}
     error = np.abs(along - numeric)
-    compared = np.isin(np.arange(len(units)), list(kinked), invert=True)
-    bad = np.isin(np.arange(len(units)), directional_misses(analytic, units, numeric, rtol, atol)) & compared
+    compared = np.isin(np.arange(len(along)), list(kinked), invert=True)
+    bad = ~(error <= tolerances) & compared
     found = [Kink((), float(along[k]), left, right, k) for k, (left, right) in kinked.items()]
     largest = float(error[compared].max(initial=0))
     if not bad.any():
