@@ -40,6 +40,14 @@ def _plus_minus(f, flat: np.ndarray, i, step) -> tuple:
     return plus, minus
 
 
+def _along(f, flat: np.ndarray, original: np.ndarray, direction: np.ndarray, step) -> tuple:
+    """f() with flat moved from ``original`` by +step, then by -step, along ``direction``; the caller puts it back."""
+    flat[...] = original + step * direction
+    plus = f()
+    flat[...] = original - step * direction
+    return plus, f()
+
+
 def _misses(analytic: np.ndarray, numeric: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     """The positions where ``analytic`` is not within the tolerance of ``numeric`` (NaN misses)."""
     return np.flatnonzero(~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric)))
@@ -63,10 +71,7 @@ def directional_derivatives(f, value: np.ndarray, eps: float, directions: np.nda
     derivatives = np.zeros(len(directions))
     try:
         for k, direction in enumerate(directions):
-            flat[...] = original + eps * direction
-            plus = f()
-            flat[...] = original - eps * direction
-            minus = f()
+            plus, minus = _along(f, flat, original, direction, eps)
             derivatives[k] = (plus - minus) / (2 * eps)
     finally:
         flat[...] = original
@@ -119,17 +124,10 @@ def direction_kinks(f, value: np.ndarray, eps: float, directions: np.ndarray, to
         return {}
     flat = _flat(value)
     original, at = flat.copy(), f()
-
-    def plus_minus(direction, step) -> tuple:
-        flat[...] = original + step * direction
-        plus = f()
-        flat[...] = original - step * direction
-        return plus, f()
-
     found = {}
     try:
         for k, direction in enumerate(directions):
-            sides = [plus_minus(direction, step) for step in (eps, eps / 100)]
+            sides = [_along(f, flat, original, direction, step) for step in (eps, eps / 100)]
             if (kink := _kink(at, sides, eps, tolerances[k])) is not None:
                 found[k] = kink
     finally:
