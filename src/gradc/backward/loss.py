@@ -9,7 +9,7 @@ from .. import registry
 from ..errors import GradcNotice, GradcWarning, GradError
 from ..ir import FLOAT_DTYPES, Block, Program
 from ..shapes import numel
-from .stale_shapes import corrected_shapes
+from .stale_shapes import corrected_to_one_value
 
 # ops that only watch a value (Paddle's OutScaleForTrainingPass appends one on every output, the loss included; the
 # metrics `paddle.static.accuracy` and `auc` append after a classifier's loss): their statistics are no loss, and
@@ -52,10 +52,7 @@ def _one_value(block: Block, var) -> bool:
     """Declared with one value, or with several by a declaration Paddle leaves stale (stale_shapes) but one."""
     if var.shape is None or numel(var.shape) == 1:
         return var.shape is not None
-    if not any(op.type == "slogdeterminant" for op in block.ops):
-        return False
-    corrected = corrected_shapes(block, len(block.ops) - 1) or {}
-    return var.name in corrected and numel(corrected[var.name]) == 1
+    return corrected_to_one_value(block, var.name, len(block.ops) - 1) is not None
 
 
 def unread_scalars(program: Program) -> list[str]:
@@ -200,9 +197,9 @@ def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: 
             known = var.shape is not None
             if known and not any_shape and numel(var.shape) > 1:
                 _correct_stale(block, loss, idx)
-            if known and not any_shape and numel(var.shape) > 1:   # a batch dim (-1) is summed, a known size not
-                raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
-                                f"or a sum first)")
+                if numel(var.shape) > 1:   # a batch dim (-1) is summed, a known size not
+                    raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a "
+                                    f"mean or a sum first)")
             if known and numel(var.shape) < 0:   # Paddle seeds such a loss with ones
                 warnings.warn(f"{what} '{loss}' has shape {var.shape}, one value per example: its gradients are those "
                               f"of its sum over the batch, as in Paddle (a mean of it averages them)", GradcWarning,
@@ -215,8 +212,7 @@ def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: 
 def _correct_stale(block: Block, loss: str, idx: int) -> None:
     """A loss declared with several values because of a declaration Paddle leaves stale (stale_shapes): the vars
     from that one to the loss declared with their true shapes, when the loss's is one value."""
-    corrected = corrected_shapes(block, idx)
-    if corrected and loss in corrected and numel(corrected[loss]) == 1:
+    if (corrected := corrected_to_one_value(block, loss, idx)) is not None:
         for name, shape in corrected.items():
             block.var(name).shape = shape
         block.program.mark_changed()

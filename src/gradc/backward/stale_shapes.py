@@ -8,12 +8,15 @@ from __future__ import annotations
 from .. import registry
 from ..ir import Block
 from ..ops.infer import InferContext
+from ..shapes import numel
 
 
 def corrected_shapes(block: Block, upto: int) -> dict[str, list[int]] | None:
     """{var: its true shape} for the stale slogdeterminant outputs of ops up to index ``upto`` and every var an op
     after one computes from them; None where an op on the way has no shape inference or gives no shape."""
     corrected: dict[str, list[int]] = {}
+    if not any(op.type == "slogdeterminant" for op in block.ops[:upto + 1]):   # nothing stale: no walk
+        return corrected
     for index, op in enumerate(block.ops[:upto + 1]):
         if op.type == "slogdeterminant" and op.input("Input") and op.output("Out"):
             matrix, out = block.find_var(op.input("Input")[0]), block.find_var(op.output("Out")[0])
@@ -35,3 +38,9 @@ def corrected_shapes(block: Block, upto: int) -> dict[str, list[int]] | None:
                     return None
                 corrected[name] = list(shape)
     return corrected
+
+
+def corrected_to_one_value(block: Block, name: str, upto: int) -> dict[str, list[int]] | None:
+    """corrected_shapes(block, upto) where they make ``name`` (declared with several values) one value, else None."""
+    corrected = corrected_shapes(block, upto)
+    return corrected if corrected and name in corrected and numel(corrected[name]) == 1 else None
