@@ -5,15 +5,15 @@ of the ops after it, declared from it when Paddle built them, are inferred again
 
 from __future__ import annotations
 
-from .. import registry
 from ..ir import Block
-from ..ops.infer import InferContext
 from ..shapes import numel
+from ..verify_shapes import op_inference
 
 
 def corrected_shapes(block: Block, upto: int) -> dict[str, list[int]] | None:
     """{var: its true shape} for the stale slogdeterminant outputs of ops up to index ``upto`` and every var an op
-    after one computes from them; None where an op on the way has no shape inference or gives no shape."""
+    after one computes from them; None where an op on the way has no shape inference (verify_shapes.op_inference) or
+    gives no shape."""
     corrected: dict[str, list[int]] = {}
     if not any(op.type == "slogdeterminant" for op in block.ops[:upto + 1]):   # nothing stale: no walk
         return corrected
@@ -25,14 +25,13 @@ def corrected_shapes(block: Block, upto: int) -> dict[str, list[int]] | None:
             continue
         if not corrected.keys() & set(op.input_names()):
             continue
-        opdef = registry.get(op.type)
-        if opdef is None or opdef.infer is None:
-            return None
         try:
-            inferred = opdef.infer(InferContext(op, block, index, corrected))
+            inference = op_inference(block, index, op, corrected)
         except Exception:   # an inference that cannot take the true shapes: the declarations stay as they are
             return None
-        for slot, results in inferred.items():
+        if inference is None:
+            return None
+        for slot, results in inference[1].items():
             for name, (shape, _) in zip(op.output(slot), results if isinstance(results, list) else [results]):
                 if shape is None:
                     return None
