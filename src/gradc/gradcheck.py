@@ -88,26 +88,27 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             s[name] = value.copy()
         return s
 
-    cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
-    held_values = dict(zip(held, run(program, fed(), held, scope()))) if held else {}
     # an intermediate var checked (--wrt an activation) is fed, perturbed, to the program without the ops writing it
-    cuts, shared = {}, {}   # each activation's own cut: fed one, the loss still depends on the others through it
-    for name in activations:
-        cuts[name], shared[name] = cut_at(cut, [name])
-    # one forward run for their values and their writers' other outputs, only where one is checked
-    fetched = list(dict.fromkeys([*activations, *(other for name in activations for other in shared[name])]))
-    forward = dict(zip(fetched, run(program, fed(), fetched, scope()))) if fetched else {}
-    known = dict(param_values) | {name: np.array(forward[name], order="C") for name in activations}
-    # its writer's other outputs (top_k's indices: the routing) held, as its gradient, a partial derivative, holds
-    siblings = {name: {other: forward[other] for other in shared[name]} for name in activations}
-    for name in activations:   # fed now, it is declared as its value: Paddle may have declared it off (affine_grid's)
-        cuts[name].global_block.var(name).shape = list(known[name].shape)
-    values.update({name: known[name] for name in activations})
+    known = dict(param_values)
+    if activations:   # one forward run for their values, only where one is checked
+        known.update((name, np.array(value, order="C"))
+                     for name, value in zip(activations, run(program, fed(), activations, scope())))
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
     # an Embedding(sparse=True)'s gradient is a SelectedRows: compared as the table it stands for
     analytic.update(zip(computed, map(as_dense, run(train, fed(), [grad_of(n) for n in computed], scope()))))
+
+    cut, held = detached(program, losses)   # detached values stay as they are, as the compiled gradient takes them
+    held_values = dict(zip(held, run(program, fed(), held, scope()))) if held else {}
+    cuts, siblings = {}, {}   # each activation's own cut: fed one, the loss still depends on the others through it
+    for name in activations:
+        cuts[name], shared = cut_at(cut, [name])
+        # its writer's other outputs (top_k's indices: the routing) held, as its gradient, a partial derivative, holds
+        siblings[name] = dict(zip(shared, run(program, fed(), shared, scope()))) if shared else {}
+        # fed now, it is declared as its value: Paddle may have declared it off (affine_grid's of a shape tensor)
+        cuts[name].global_block.var(name).shape = list(known[name].shape)
+    values.update({name: known[name] for name in activations})
 
     def fed_for(name: str) -> dict:   # the feed of name's cut: the other checked activations, it computes them
         return {key: value for key, value in fed().items() if key not in cuts or key == name} | held_values | \
