@@ -105,3 +105,22 @@ def persistable_values(program) -> dict:
         elif op.name() == "pd_op.data" and op.result(0).persistable:
             names.append(op.attrs()["name"])
     return {name: np.array(scope.find_var(name).get_tensor()) for name in names}
+
+
+def legacy_persistables(program, scope) -> dict:
+    """The persistable vars of a legacy program but feed and fetch, as ``scope`` holds them."""
+    names = [v.name for v in program.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
+    return {name: np.array(scope.var(name).get_tensor()) for name in names}
+
+
+def run_steps(exe, main, loss, data: dict, steps: int, batch: int, optimizer) -> list[float]:
+    """``steps`` runs of ``main`` on consecutive batches of ``data``, the loss of each; a scheduler's rate stepped
+    after each, as a static-mode user's loop does."""
+    losses = []
+    for step in range(steps):
+        feed = {k: v[step * batch:(step + 1) * batch] for k, v in data.items()}
+        (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
+        losses.append(float(value))
+        if isinstance(optimizer._learning_rate, paddle.optimizer.lr.LRScheduler):
+            optimizer._learning_rate.step()
+    return losses

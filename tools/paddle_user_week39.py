@@ -40,7 +40,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 RAYS, SAMPLES, FINE, FREQS, HIDDEN, STEPS = 16, 8, 8, 3, 16, 6
 POINTS, SDF_STEPS = 32, 5
@@ -175,16 +175,9 @@ def train_model(out: Path, name: str, build, data: dict, batch: int, steps: int,
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        persistable = [v.name for v in forward.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
-        np.savez(folder / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
-        losses = []
-        for step in range(steps):
-            feed = {k: v[step * batch:(step + 1) * batch] for k, v in data.items()}
-            (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
-            losses.append(float(value))
-            if isinstance(chosen._learning_rate, paddle.optimizer.lr.LRScheduler):
-                chosen._learning_rate.step()   # static mode: the user steps the schedule, here each step
-        trained = {n: np.array(scope.var(n).get_tensor()) for n in persistable}
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, data, steps, batch, chosen)
+        trained = legacy_persistables(forward, scope)
         np.savez(folder / "trained.npz", **trained)
         first = {k: v[:batch] for k, v in data.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))

@@ -19,7 +19,6 @@ engineer's week', written with Paddle 3.3.1's layers in legacy static mode (FLAG
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week42.py tests/data/paddle/user_week42
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -29,15 +28,11 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base import core
-from paddle_programs import pir_half, predict, script_main
+from paddle_programs import pir_half, predict, script_main, write_gz
 
 FEATURES, HIDDEN, CLASSES, RANK, ALPHA = 8, 16, 4, 4, 8.0
 BATCH, STEPS = 8, 5
 RNG = np.random.default_rng(42)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def stripped(program) -> bytes:

@@ -27,7 +27,6 @@ saved by save_inference_model, with Paddle's values (resize_pir.npz).
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week43.py tests/data/paddle/user_week43
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -35,15 +34,11 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 BATCH, STEPS, SET = 2, 6, 12
 RNG = np.random.default_rng(43)
 SCHEDULE = dict(learning_rate=0.01, milestones=[2, 4], gamma=0.5)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def images(count: int, height: int, width: int) -> np.ndarray:
@@ -190,16 +185,9 @@ def train_model(out: Path, name: str, build, data: dict, optimizer, exe, epochs:
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        persistable = [v.name for v in forward.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
-        np.savez(folder / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
-        losses = []
-        for step in range(STEPS):
-            feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()}
-            (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
-            losses.append(float(value))
-            if isinstance(chosen._learning_rate, paddle.optimizer.lr.LRScheduler):
-                chosen._learning_rate.step()   # static mode: the user steps the schedule, here each step
-        trained = {n: np.array(scope.var(n).get_tensor()) for n in persistable}
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, data, STEPS, BATCH, chosen)
+        trained = legacy_persistables(forward, scope)
         np.savez(folder / "trained.npz", **trained)
         first = {k: v[:BATCH] for k, v in data.items()}
         outputs = exe.run(test, feed=first, fetch_list=list(names.values()))

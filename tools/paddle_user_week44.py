@@ -28,7 +28,6 @@ trained.npz, outputs.npz (first batch, trained weights), the losses in meta.json
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week44.py tests/data/paddle/user_week44
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -36,15 +35,11 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 BATCH, TOKENS, FEATURES, DIM, HIDDEN, EXPERTS, CLASSES, STEPS = 4, 6, 5, 8, 12, 4, 3, 6
 CAPACITY = 8  # of 24 tokens a batch over 4 experts: some dropped in the switch layer
 RNG = np.random.default_rng(44)
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def experts_weights():
@@ -173,16 +168,9 @@ def train_model(out: Path, name: str, exe, variant: str = "", optimizer=None) ->
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        persistable = [v.name for v in forward.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
-        np.savez(folder / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
-        losses = []
-        for step in range(STEPS):
-            feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in batches.items()}
-            (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
-            losses.append(float(value))
-            if isinstance(chosen._learning_rate, paddle.optimizer.lr.LRScheduler):
-                chosen._learning_rate.step()   # static mode: the user steps the schedule, here each step
-        np.savez(folder / "trained.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, chosen)
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
     np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
