@@ -127,3 +127,13 @@ def _telling_first(block, names: list[str]) -> list[str]:
         var = block.find_var(name)
         return var is None or not var.is_parameter, "@" in name, name
     return sorted(names, key=key)
+
+
+def check_settings(path, state: dict, settings: dict) -> None:
+    """Refuse to resume a checkpoint made with other settings than ``settings`` (the resumed run's)."""
+    saved = state.get("settings") or {}
+    changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
+               if saved.get(key) != settings.get(key)]
+    if changed:
+        raise GradcError(f"cannot resume from {path}: it was made with other settings ({'; '.join(changed)}); "
+                         f"a resumed run continues only the run that wrote it")

@@ -30,7 +30,7 @@ from ..io import load
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
 from .best import EarlyStopping, split_best
-from .checkpoint import checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
+from .checkpoint import check_settings, checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, reported
 from .evaluation import evaluate_plan, trainer_plan
@@ -284,12 +284,7 @@ class Trainer:
         values, best = split_best(values)
         values, lbfgs = split_lbfgs(values)
         values = checked_checkpoint(self.program, values, path)
-        saved = state.get("settings") or {}
-        changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
-                   if saved.get(key) != settings.get(key)]
-        if changed:
-            raise GradcError(f"cannot resume from {path}: it was made with other settings ({'; '.join(changed)}); "
-                             f"a resumed run continues only the run that wrote it")
+        check_settings(path, state, settings)
         for name, value in values.items():
             self.scope[name] = value
         self.epoch, self.batch, self.step = state["epoch"], state["batch"], state["step"]
