@@ -25,7 +25,6 @@ paddle.jit.save, and the Predictor's and dygraph's outputs on 8 lines (predictor
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week40.py tests/data/paddle/user_week40
 """
 
-import gzip
 import json
 from pathlib import Path
 
@@ -33,15 +32,11 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks
+from paddle_programs import pir_half, script_main, without_callstacks, write_gz
 
 HEIGHT, WIDTH, GLYPHS, MAX_LABEL, BATCH, STEPS = 16, 32, 10, 6, 8, 6
 RNG = np.random.default_rng(40)
 PATTERNS = RNG.uniform(0, 1, (GLYPHS, 8, 5)) > 0.5
-
-
-def write_gz(path: Path, data: bytes) -> None:
-    path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
 def lines(count: int, first_class: int) -> dict:
