@@ -32,7 +32,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks, write_gz
+from paddle_programs import legacy_persistables, run_steps, without_callstacks, write_gz
 
 BATCH, STEPS, LR, DECAY = 8, 6, 0.01, 1e-3
 RNG = np.random.default_rng(34)
@@ -160,21 +160,17 @@ def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -
         accuracy = paddle.static.accuracy(F.softmax(logits), label)
     forward, test = main.clone(), main.clone(for_test=True)
     with paddle.static.program_guard(main, startup):
-        paddle.optimizer.Adam(LR, weight_decay=DECAY).minimize(loss)
+        chosen = paddle.optimizer.Adam(LR, weight_decay=DECAY)
+        chosen.minimize(loss)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     scope = paddle.static.Scope()
     names = {"loss": loss.name, "logits": logits.name, "accuracy": accuracy.name}
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        persistable = [v.name for v in forward.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
-        np.savez(folder / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
-        losses = []
-        for step in range(STEPS):
-            batch = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()}
-            (value,) = exe.run(main, feed=batch, fetch_list=[loss.name])
-            losses.append(float(value))
-        np.savez(folder / "trained.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, data, STEPS, BATCH, chosen)
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         test_logits, test_accuracy = exe.run(test, feed=test_data, fetch_list=[logits.name, accuracy.name])
         if name == "pointnet":
             tied_points_gradient(exe, forward, loss.name, test_data, folder)

@@ -30,7 +30,7 @@ import paddle.distribution as D
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 BATCH, STEPS, LR, SEED, COMPONENTS, PASSES = 16, 6, 0.01, 38, 3, 20
 RNG = np.random.default_rng(38)
@@ -104,21 +104,17 @@ def train_model(out: Path, name: str, build, data: dict, test_data: dict, exe) -
         prediction, loss = build()
     forward, test = main.clone(), main.clone(for_test=True)
     with paddle.static.program_guard(main, startup):
-        paddle.optimizer.Adam(LR).minimize(loss)
+        chosen = paddle.optimizer.Adam(LR)
+        chosen.minimize(loss)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        persistable = [v.name for v in forward.list_vars() if v.persistable and v.name not in ("feed", "fetch")]
-        np.savez(folder / "init.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
         paddle.seed(SEED)
-        losses = []
-        for step in range(STEPS):
-            batch = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()}
-            (value,) = exe.run(main, feed=batch, fetch_list=[loss.name])
-            losses.append(float(value))
-        np.savez(folder / "trained.npz", **{n: np.array(scope.var(n).get_tensor()) for n in persistable})
+        losses = run_steps(exe, main, loss, data, STEPS, BATCH, chosen)
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         (test_out,) = exe.run(test, feed=test_data, fetch_list=[prediction.name])
         np.savez(folder / "test_out.npz", out=test_out)
         if name == "mcdrop":
