@@ -15,7 +15,8 @@ from ..cli_amp import amp_option_decorators, amp_options
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
-from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options, param_attrs
+from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
+from ..optimizers.param_options import param_attrs
 from ..optimizers.gradient_merge import merge_gradients
 from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
@@ -86,11 +87,17 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         raise click.UsageError("give --train-mode or --test-mode, not both")
     if as_json and is_stdout(output):
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
-    param_lrs, param_bounds = optimizer_settings.pop("param_lrs"), optimizer_settings.pop("param_bounds")
-    k_steps = optimizer_settings.pop("k_steps")
-    for given, option in ((param_lrs, "--param-lr"), (param_bounds, "--clip-param"), (k_steps, "--gradient-merge")):
+    per_param = {key: optimizer_settings.pop(key) for key in ("param_lrs", "param_l1s", "param_l2s", "no_clip")}
+    param_bounds, k_steps = optimizer_settings.pop("param_bounds"), optimizer_settings.pop("k_steps")
+    for given, option in ((per_param["param_lrs"], "--param-lr"), (per_param["param_l1s"], "--param-l1"),
+                          (per_param["param_l2s"], "--param-l2"), (per_param["no_clip"], "--no-clip"),
+                          (param_bounds, "--clip-param"), (k_steps, "--gradient-merge")):
         if given and optimizer_settings["optimizer"] is None:
             raise GradcError(f"{option}: only with --optimizer")
+    clipping = ("clip_global_norm", "clip_norm", "clip_value")
+    if per_param["no_clip"] and all(optimizer_settings[key] is None for key in clipping):
+        raise GradcError("--no-clip: only with --clip-global-norm, --clip-norm or --clip-value (it leaves "
+                         "parameters out of the clipping)")
     amp = amp_options(optimizer_settings)
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
@@ -133,7 +140,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
                             "var of the program")
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
-        attrs = param_attrs(param_lrs, parameters)
+        attrs = param_attrs(parameters, **per_param)
         updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
         amp_pass = AmpPass(amp, backward, optimizer, attrs, memory) if amp is not None else None
         # --amp: one pass runs the backward of the scaled loss, the memory passes, the unscaling and the updates

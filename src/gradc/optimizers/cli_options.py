@@ -13,7 +13,7 @@ import click
 from ..errors import GradcError, GradcWarning, closest
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
-from .base import Optimizer, ParamAttr
+from .base import Optimizer
 from .schedule_ops import KINDS, ProgramSchedule
 
 # optimizers whose weight decay is their own (decoupled) setting, not a regularizer: --opt sets it
@@ -77,6 +77,15 @@ OPTIONS = [
     click.option("--param-lr", "param_lrs", multiple=True, metavar="GLOB=RATE",
                  help="The learning rate of the parameters whose names match, times RATE (Paddle's "
                       "ParamAttr(learning_rate=RATE): layer-wise decay, 'linear_[0-5].*=0.5'). Repeatable."),
+    click.option("--param-l1", "param_l1s", multiple=True, metavar="GLOB=C",
+                 help="L1Decay(C) on the parameters whose names match, instead of the optimizer's weight decay "
+                      "(Paddle's ParamAttr(regularizer=L1Decay(C))). Repeatable."),
+    click.option("--param-l2", "param_l2s", multiple=True, metavar="GLOB=C",
+                 help="L2Decay(C) on the parameters whose names match, instead of the optimizer's weight decay "
+                      "(ParamAttr(regularizer=L2Decay(C))). Repeatable."),
+    click.option("--no-clip", multiple=True, metavar="GLOB",
+                 help="Leave the parameters whose names match out of gradient clipping (Paddle's "
+                      "ParamAttr(need_clip=False)): neither clipped nor counted in the global norm. Repeatable."),
 ]
 
 
@@ -115,20 +124,6 @@ def glob_specs(flag: str, specs, names: list[str], parse, form: str, subject: st
             raise GradcError(f"{flag} {spec}: no {subject} matches {pattern}"
                              + (f" (did you mean {close}?)" if close else unknown))
         yield matched, value
-
-
-def param_attrs(specs, parameters: list[str]) -> dict[str, ParamAttr]:
-    """--param-lr GLOB=RATE: each matching parameter's ParamAttr(learning_rate=RATE); a glob matching nothing, or a
-    parameter two globs give different rates, is an error."""
-    attrs: dict[str, ParamAttr] = {}
-    for matched, multiplier in glob_specs("--param-lr", specs, parameters, float, "GLOB=RATE (a number)",
-                                          "parameter's name"):
-        for name in matched:
-            if name in attrs and attrs[name].learning_rate != multiplier:
-                raise GradcError(f"--param-lr: {name} matches two rates, {attrs[name].learning_rate:g} and "
-                                 f"{multiplier:g}")
-            attrs[name] = ParamAttr(learning_rate=multiplier)
-    return attrs
 
 
 # the argument of Paddle's class that leaves a parameter out of the decay, and whether it is true for the excluded
