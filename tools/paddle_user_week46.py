@@ -8,14 +8,15 @@
   examples (a scheduler stepped after each step, as run_steps does; ReduceOnPlateau once an epoch of two steps, with
   the epoch's mean loss); ema: ExponentialMovingAverage(0.9) updated after each step, its applied weights saved.
 
-Each model's folder: forward.pb (main.clone() before minimize, the same for every case: names under unique_name.guard),
-init.npz, data.npz (data_plateau.npz: the two batches of ReduceOnPlateau's epochs); each case's: train.pb (Paddle's own), startup.pb, trained.npz;
-its losses and learning rates in meta.json.
+Each model's folder: forward.pb (main.clone() before minimize, the same for every case: names under
+unique_name.guard), init.npz, data.npz (data_plateau.npz: the two batches of ReduceOnPlateau's epochs); each case's:
+train.pb (Paddle's own), startup.pb, trained.npz; its losses and learning rates in meta.json.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week46.py tests/data/paddle/user_week46
 """
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,8 @@ CASES = {
         lr.LinearWarmup(lr.CosineAnnealingDecay(0.01, STEPS), 2, 0.0, 0.01), weight_decay=0.01,
         grad_clip=nn.ClipGradByGlobalNorm(1.0))),
     "sgd_lambda": ("mlp", lambda: paddle.optimizer.SGD(lr.LambdaDecay(0.1, lambda epoch: 0.8 ** epoch))),
+    "sgd_multiplicative": ("mlp", lambda: paddle.optimizer.SGD(lr.MultiplicativeDecay(
+        0.1, lambda epoch: 0.9 if epoch < 3 else math.cos(0.5)))),
     "sgd_plateau": ("mlp", lambda: paddle.optimizer.SGD(lr.ReduceOnPlateau(0.1, factor=0.5, patience=0, threshold=0.5,
                                                                            cooldown=1))),
     "clip_value": ("mlp", lambda: paddle.optimizer.SGD(0.1, grad_clip=nn.ClipGradByValue(0.05))),

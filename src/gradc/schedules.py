@@ -18,6 +18,7 @@ from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
 from .schedule_base import Schedule
 from .schedules_cyclic import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR
+from .schedules_lambda import EpochFunction, LambdaDecay, MultiplicativeDecay
 from .schedules_plateau import ReduceOnPlateau
 
 
@@ -136,7 +137,7 @@ class NoamDecay(Schedule):
 SCHEDULES: dict[str, type[Schedule]] = {cls.__name__: cls for cls in (
     StepDecay, MultiStepDecay, ExponentialDecay, NaturalExpDecay, InverseTimeDecay, PolynomialDecay,
     CosineAnnealingDecay, LinearWarmup, PiecewiseDecay, NoamDecay, OneCycleLR, CyclicLR, LinearLR,
-    CosineAnnealingWarmRestarts, ReduceOnPlateau)}
+    CosineAnnealingWarmRestarts, ReduceOnPlateau, LambdaDecay, MultiplicativeDecay)}
 
 
 def _schedule_class(name: str) -> type[Schedule]:
@@ -170,7 +171,7 @@ def _did_you_mean(name: str, known) -> str:
     return f" (did you mean {close}?)" if close else ""
 
 
-def _call(tree: ast.expr):
+def _call(tree: ast.expr, spec: str = ""):
     """A schedule of a Name(value, ..., arg=value, ...) node, positional values in the order of Paddle's class, whose
     values may be schedules themselves (LinearWarmup's learning_rate=CosineAnnealingDecay(...), as PaddleOCR's and
     PaddleDetection's configs nest them)."""
@@ -181,8 +182,10 @@ def _call(tree: ast.expr):
         given = [kw.arg for kw in tree.keywords if kw.arg in names[:len(tree.args)]]
         if given:
             raise GradcError(f"schedule {tree.func.id}: {given[0]} given twice, by position and by name")
-        return make(tree.func.id, **dict(zip(names, map(_call, tree.args))),
-                    **{kw.arg: _call(kw.value) for kw in tree.keywords})
+        return make(tree.func.id, **{name: _call(arg, spec) for name, arg in zip(names, tree.args)},
+                    **{kw.arg: _call(kw.value, spec) for kw in tree.keywords})
+    if isinstance(tree, ast.Lambda):   # LambdaDecay's lr_lambda, read by gradc, not run
+        return EpochFunction(tree, ast.get_source_segment(spec, tree) or ast.unparse(tree))
     return ast.literal_eval(tree)
 
 
@@ -192,7 +195,7 @@ def parse(spec: str) -> Schedule:
     try:
         tree = ast.parse(spec.strip(), mode="eval").body
         if isinstance(tree, ast.Call):
-            return _call(tree)
+            return _call(tree, spec.strip())
         if isinstance(tree, ast.Name) and tree.id in SCHEDULES:
             raise GradcError(f"the learning-rate schedule {spec} needs its arguments: {tree.id}("
                              f"{', '.join(inspect.signature(SCHEDULES[tree.id]).parameters)}), as Paddle's class")

@@ -16,9 +16,9 @@ from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
-from ..optimizers.param_options import param_attrs
 from ..optimizers.gradient_merge import merge_gradients
 from ..optimizers.param_clip import append_param_clips, parse_bounds
+from ..optimizers.param_options import param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..pairing import initialiser_program
 from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
