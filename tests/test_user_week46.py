@@ -92,7 +92,7 @@ def _train(files, case, program, startup, *extra):
 def _agrees(files, case, losses, trained, loss_rtol=4e-7, weight_atol=4e-7):
     np.testing.assert_allclose(losses, META[case]["losses"], rtol=loss_rtol)
     paddle = np.load(files / case / "trained.npz")
-    for name in paddle.files:
+    for name in (name for name in paddle.files if name != "@LR_DECAY_COUNTER@"):   # the weights, not the counter
         np.testing.assert_allclose(trained[name], paddle[name], rtol=0, atol=weight_atol, err_msg=name)
 
 
@@ -190,3 +190,60 @@ def test_exponential_moving_average_is_paddles(files, tmp_path):
     paddle, gradc = np.load(files / case / "ema.npz"), np.load(averaged)
     for name in paddle.files:
         np.testing.assert_allclose(gradc[name], paddle[name], rtol=0, atol=1e-7, err_msg=name)
+
+
+def test_a_schedule_the_program_computes_drives_gradcs_updates_with_lr_var(files, tmp_path):
+    """A forward program holding lr.exponential_decay's ops after its loss (a Paddle 2.x script's; Paddle 2's
+    Adam(learning_rate=<that Variable>)): gradc compile --optimizer adam --lr-var tmp_3, trained with the program's
+    startup (its step counter) and gradc's, gives Paddle's 6 losses at the rates 0.1, 0.1, 0.05, ... to 9e-8. Fault:
+    no option took the program's rate, and compile silently updated at --lr 0.01 while the schedule's ops ran unread;
+    now --lr-var, and a warning naming the unread rate without it."""
+    case, out = "program_rate", tmp_path / "compiled.pb"
+    rate = META[case]["rate"]
+    compiled = gradc_cli("compile", files / case / "forward.pb", "-o", out, "--optimizer", "adam", "--lr-var", rate)
+    assert compiled.returncode == 0 and "warning" not in compiled.stderr, compiled.stderr
+    assert "initialises accumulators" in compiled.stdout + compiled.stderr
+    losses, trained = _train(files, case, out, files / case / "startup.pb", "--startup",
+                             tmp_path / "compiled.startup.pb")
+    _agrees(files, case, losses, trained)
+    unread = gradc_cli("compile", files / case / "forward.pb", "-o", tmp_path / "plain.pb", "--optimizer", "adam")
+    assert (f"the program computes a learning rate with ops of its own ({rate}, op_role LRSched) that the updates "
+            f"would not read: give --lr-var NAME" in unread.stderr), unread.stderr
+    assert "a metric" not in unread.stderr   # the rate, written last, is neither the loss nor a metric
+    for options, message in [(("--lr-var", "x"), "a learning rate is a float32 or float64 var of one element, not "
+                                                 "float32[-1, 6]"),
+                             (("--lr-var", rate, "--lr", "0.1"), "give no --lr, --lr-schedule or --warmup-steps")]:
+        refused = gradc_cli("compile", files / case / "forward.pb", "-o", tmp_path / "x.pb", "--optimizer", "sgd",
+                            *options)
+        assert refused.returncode == 1 and message in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize("name", json.loads((WEEK / "lr_programs.json").read_text()))
+def test_paddles_learning_rate_programs_give_its_rates(files, name):
+    """paddle.optimizer.lr's exponential_decay (staircase), natural_exp_decay, inverse_time_decay, polynomial_decay
+    (cycle), piecewise_decay, cosine_decay, linear_lr_warmup (a conditional block) and noam_decay, which write the
+    schedule as ops: run 7 times by gradc's executor from their startups, Paddle's 7 rates to 7.5e-9."""
+    import gradc
+
+    expected = json.loads((WEEK / "lr_programs.json").read_text())[name]
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(files / f"lr_{name}.startup.pb"), scope=scope)
+    program = gradc.load(files / f"lr_{name}.pb")
+    rates = [float(np.asarray(executor.run(program, fetch_list=[expected["var"]], scope=scope)[0]).reshape(-1)[0])
+             for _ in range(7)]
+    np.testing.assert_allclose(rates, expected["rates"], rtol=1e-7, atol=1e-9)
+
+
+def test_info_calls_a_schedules_ops_no_training_program(files):
+    """gradc info of linear_lr_warmup's program and of the forward holding exponential_decay's ops. Fault: both were
+    'training program (0 backward, N optimizer ops)', the warm-up's 'in a conditional block: an update every k_steps
+    runs' (gradient merge's), and the warm-up's rate its loss; now a forward program whose LRSched ops compute a
+    schedule no optimizer op reads, and no loss for the schedule alone."""
+    warmup = gradc_cli("info", files / "lr_warmup.pb")
+    assert warmup.returncode == 0, warmup.stderr
+    assert "training program" not in warmup.stdout and "k_steps" not in warmup.stdout
+    assert "20 ops compute a learning-rate schedule (op_role LRSched), which no optimizer op reads" in warmup.stdout
+    assert "loss: none" in warmup.stdout
+    forward = gradc_cli("info", files / "program_rate" / "forward.pb").stdout
+    assert "forward program: gradc compile appends its backward; 7 ops compute a learning-rate schedule" in forward
+    assert "loss: mean_0.tmp_0" in forward

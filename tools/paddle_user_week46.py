@@ -11,6 +11,10 @@
 Each model's folder: forward.pb (main.clone() before minimize, the same for every case: names under
 unique_name.guard), init.npz, data.npz (data_plateau.npz: the two batches of ReduceOnPlateau's epochs); each case's:
 train.pb (Paddle's own), startup.pb, trained.npz; its losses and learning rates in meta.json.
+- program_rate: the mlp with a schedule as ops of the program (program_rate_case), its forward and startup too.
+- lr_<name>.pb / .startup.pb: paddle.optimizer.lr's exponential_decay, natural_exp_decay, inverse_time_decay,
+  polynomial_decay (cycle), piecewise_decay, cosine_decay, linear_lr_warmup and noam_decay, which write the schedule as
+  ops of the program; their rates over 7 runs in lr_programs.json.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week46.py tests/data/paddle/user_week46
 """
@@ -158,6 +162,67 @@ def train_case(out: Path, name: str, exe) -> dict:
     return {"model": model, "loss": loss.name, "losses": losses, "rates": rates}
 
 
+# paddle.optimizer.lr's functions that write a schedule as ops of the program (a step counter and the rate's
+# arithmetic), as Paddle 1.x's fluid.layers did; Paddle 3.3.1's optimizers refuse their Variable as a learning rate
+LR_PROGRAMS = {
+    "exponential": lambda: lr.exponential_decay(0.1, 2, 0.5, staircase=True),
+    "natural_exp": lambda: lr.natural_exp_decay(0.1, 2, 0.5),
+    "inverse_time": lambda: lr.inverse_time_decay(0.1, 2, 0.5, staircase=True),
+    "polynomial": lambda: lr.polynomial_decay(0.1, 2, 0.01, 2.0, cycle=True),
+    "piecewise": lambda: lr.piecewise_decay([2, 4], [0.1, 0.05, 0.01]),
+    "cosine": lambda: lr.cosine_decay(0.1, 2, 3),
+    "warmup": lambda: lr.linear_lr_warmup(lr.exponential_decay(0.1, 2, 0.5), 2, 0.0, 0.1),
+    "noam": lambda: lr.noam_decay(16, 3, 1.0),
+}
+
+
+def lr_programs(out: Path, exe) -> dict:
+    """Each LR_PROGRAMS schedule's program and startup (lr_<name>.pb, lr_<name>.startup.pb) and its rate over 7 runs."""
+    rates = {}
+    for name, make in LR_PROGRAMS.items():
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, startup):
+            rate = make()
+        with paddle.static.scope_guard(paddle.static.Scope()):
+            exe.run(startup)
+            values = [float(exe.run(main, fetch_list=[rate])[0].reshape(-1)[0]) for _ in range(7)]
+        write_gz(out / f"lr_{name}.pb", without_callstacks(main))
+        write_gz(out / f"lr_{name}.startup.pb", without_callstacks(startup))
+        rates[name] = {"var": rate.name, "rates": values}
+    return rates
+
+
+def program_rate_case(out: Path, exe) -> dict:
+    """program_rate: the mlp with lr.exponential_decay(0.1, 2, 0.5, staircase=True) written after its loss, as a
+    Paddle 2.x script wrote it; Adam reads that var as its rate (Paddle 2's Adam(learning_rate=<Variable>): Paddle
+    3.3.1's Python refuses a Variable, so the update ops' LearningRate is set to it after minimize)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 46
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        loss = mlp(False)
+        rate = lr.exponential_decay(0.1, 2, 0.5, staircase=True)
+        forward = main.clone()
+        paddle.optimizer.Adam(0.1).minimize(loss)
+    for op in main.global_block().ops:
+        if op.type == "adam":
+            op.desc.set_input("LearningRate", [rate.name])
+    folder = out / "program_rate"
+    folder.mkdir(parents=True, exist_ok=True)
+    batches = data("mlp", np.random.default_rng(46), STEPS * BATCH)
+    scope, losses, rates = paddle.static.Scope(), [], []
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        for step in range(STEPS):
+            feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in batches.items()}
+            value, used = exe.run(main, feed=feed, fetch_list=[loss.name, rate.name])
+            losses.append(float(value))
+            rates.append(float(used.reshape(-1)[0]))
+        np.savez_compressed(folder / "trained.npz", **legacy_persistables(forward, scope))
+    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
+        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    return {"model": "mlp", "loss": loss.name, "rate": rate.name, "losses": losses, "rates": rates}
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
@@ -166,6 +231,8 @@ def main(out: Path) -> None:
     for model in ("mlp", "cnn", "lstm", "attrs"):
         (out / model).mkdir(parents=True, exist_ok=True)
     meta = {name: train_case(out, name, exe) for name in CASES}
+    meta["program_rate"] = program_rate_case(out, exe)
+    (out / "lr_programs.json").write_text(json.dumps(lr_programs(out, exe), indent=1) + "\n")
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 

@@ -15,11 +15,16 @@ from .stale_shapes import corrected_to_one_value
 # metrics `paddle.static.accuracy` and `auc` append after a classifier's loss): their statistics are no loss, and
 # their reading a value leaves it unread
 OBSERVERS = frozenset({"moving_average_abs_max_scale", "accuracy", "auc"})
+LR_SCHEDULE_ROLE = 0x10   # Paddle's OpRole.LRSched: a learning-rate schedule's ops (exponential_decay's), no loss
+
+
+def _observes(op) -> bool:
+    return op.type in OBSERVERS or bool(int(op.attrs.get("op_role", 0)) & LR_SCHEDULE_ROLE)
 
 
 def _last_op(block: Block):
-    """The last op of block 0 that is not an observer (None if there is none)."""
-    return next((op for op in reversed(block.ops) if op.type not in OBSERVERS), None)
+    """The last op of block 0 that is not an observer nor a schedule's (None if there is none)."""
+    return next((op for op in reversed(block.ops) if not _observes(op)), None)
 
 
 def _carrying_outputs(op) -> list[str]:
@@ -62,7 +67,7 @@ def unread_scalars(program: Program) -> list[str]:
     read = {name for op in block.ops if op.type not in OBSERVERS for name in op.input_names()}
     names = []
     # an op that reads nothing writes a constant, no loss (paddle.static.auc leaves its unused ins_tag_weight so)
-    for op in (op for op in block.ops if op.type not in OBSERVERS and op.input_names()):
+    for op in (op for op in block.ops if not _observes(op) and op.input_names()):
         for name in _carrying_outputs(op):
             var = block.find_var(name)
             if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES

@@ -20,6 +20,7 @@ from ..optimizers.gradient_merge import merge_gradients
 from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.param_options import param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
+from ..optimizers.schedule_ops import ProgramRate, unread_rates
 from ..pairing import initialiser_program
 from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
@@ -124,6 +125,10 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
                              f"no loss to differentiate; compile the forward program and give this one to gradc "
                              f"train --startup")
         ops_before = prog.num_ops()
+        if optimizer is not None and not isinstance(optimizer.learning_rate, ProgramRate) and unread_rates(prog):
+            warnings.warn(f"the program computes a learning rate with ops of its own ({', '.join(unread_rates(prog))}"
+                          f", op_role LRSched) that the updates would not read: give --lr-var NAME to update with "
+                          f"it", GradcWarning, stacklevel=1)
         if add_loss_kind:
             losses = [_add_loss(prog, add_loss_kind, label, loss_of, say, class_axis, ignore_index)]
         if train_mode or add_loss_kind:
@@ -204,8 +209,10 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients{said_inputs})")
     if updates:
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
-        more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
-        say(f"wrote {startup_out} (initialises the {optimizer_name} learning rate{more})")
+        own_rate = not isinstance(getattr(optimizer, "learning_rate", None), ProgramRate)   # else --lr-var's
+        parts = [f"the {optimizer_name} learning rate"] * own_rate + ["accumulators"] * (len(state) > own_rate)
+        held = " and ".join(parts) or f"nothing: {optimizer_name} keeps no state, and the rate is the program's"
+        say(f"wrote {startup_out} (initialises {held})")
     spec = optimizer_settings.get("lr_schedule")
     if optimizer is not None and isinstance(optimizer.learning_rate, Schedule) and spec not in PROGRAM_SCHEDULES:
         say(f"the learning rate follows {spec} only where gradc train is given --lr-schedule '{spec}' too: the "

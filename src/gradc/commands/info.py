@@ -17,7 +17,7 @@ from ..listing import BOOKKEEPING
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, marked_losses, op_kinds, seeded_losses
 from ..rnn_flat import flat_buffers
 from ..training.history import inner_objectives
-from .info_optimizer import optimizer_facts, optimizer_line
+from .info_optimizer import optimizer_facts, optimizer_line, without_updates
 from .info_params import file_facts, file_lines, loading_facts, loading_lines
 
 FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
@@ -74,9 +74,11 @@ def summary(program: str, prog: Program | None = None) -> dict:
     written = {name for op in ops for name in op.output_names()}
     optimized = {name for op, kind in zip(ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
+    optimizer = optimizer_facts(ops, kinds, written)
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
-            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops)),
+            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
+            if optimizer else without_updates(Counter(kinds), _kind, loss is not None),
             "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
@@ -91,7 +93,7 @@ def summary(program: str, prog: Program | None = None) -> dict:
             "trained_parameters": _trained(kinds, params, optimized),
             "other_persistable": len(persistable) - len(params) if params else 0,
             "other_persistable_kinds": _other_persistable(ops, kinds, persistable, written) if params else {},
-            "optimizer": optimizer_facts(ops, kinds, written),
+            "optimizer": optimizer,
             "sparse_gradients": _sparse_gradients(block, ops, kinds),
             "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
 

@@ -30,6 +30,16 @@ def optimizer_facts(ops: list, kinds: list[str], written: set[str]) -> dict | No
             "rate_multipliers": multipliers}
 
 
+def without_updates(kinds: Counter, kind_of, has_loss: bool) -> str:
+    """The kind of a program without update ops, whose optimizer-role ops (if any) are a learning-rate schedule
+    (op_role LRSched: paddle.optimizer.lr's exponential_decay, noam_decay, ..., fluid.layers' in Paddle 1.x/2.x): a
+    forward program with those ops, not a training program."""
+    schedule = kinds.pop(OPTIMIZER, 0)
+    described = kind_of(kinds, has_loss)
+    return described + (f"; {schedule} ops compute a learning-rate schedule (op_role LRSched), which no optimizer op "
+                        f"reads" if schedule else "")
+
+
 def _rate_multipliers(ops: list, updates: list) -> tuple[dict[str, list[str]], list[str]]:
     """'RATE x FACTOR' -> the parameters updated at that rate, where a scale op (Paddle's ParamAttr(learning_rate=
     FACTOR), layer-wise decay) multiplies the rate for them, and the rates read, the multiplied ones as their base."""

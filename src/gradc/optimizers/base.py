@@ -27,7 +27,7 @@ from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
 from .master import LOW_PRECISION, MASTER, add_master_weight, master_slots, needs_master
 from .regularizer import WeightDecay, as_regularizer
-from .schedule_ops import ProgramSchedule
+from .schedule_ops import ProgramRate, ProgramSchedule
 
 
 @dataclass
@@ -109,7 +109,7 @@ class Optimizer:
     def __init__(self, learning_rate: float | Schedule = 0.001, weight_decay=None,
                  grad_clip: GradientClip | None = None):
         rate = learning_rate(0) if isinstance(learning_rate, Schedule) else learning_rate
-        if not isinstance(rate, (int, float)) or rate < 0:
+        if not isinstance(rate, (int, float, ProgramRate)) or isinstance(rate, (int, float)) and rate < 0:
             raise GradcError(f"{type(self).__name__}: learning_rate must be a number >= 0 or a schedule, "
                              f"not {learning_rate!r}")
         self.learning_rate = learning_rate
@@ -172,8 +172,11 @@ class Optimizer:
         # Paddle's learning rate takes the parameters' dtype: a float64 model's 0.01 is not rounded to float32
         wide = not isinstance(self.learning_rate, ProgramSchedule) and all(
             emit.block.var(p).dtype == VarType.FP64 for p in params)
-        lr = emit.persistable(emit.fresh(learning_rate_pattern(emit.block, params)), [],
-                              VarType.FP64 if wide else VarType.FP32, rate, stop_gradient=True)
+        if isinstance(rate, ProgramRate):   # a var the program's own schedule ops write
+            lr = rate.check(emit.block)
+        else:
+            lr = emit.persistable(emit.fresh(learning_rate_pattern(emit.block, params)), [],
+                                  VarType.FP64 if wide else VarType.FP32, rate, stop_gradient=True)
         if isinstance(self.learning_rate, ProgramSchedule):   # the rate computed by ops of the program
             self.learning_rate.append(emit, lr)
         accs = {p: self._accumulators(emit, p) for p in params}

@@ -14,7 +14,7 @@ from ..errors import GradcError, GradcWarning, closest
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
 from .base import Optimizer
-from .schedule_ops import KINDS, ProgramSchedule
+from .schedule_ops import KINDS, ProgramRate, ProgramSchedule
 
 # optimizers whose weight decay is their own (decoupled) setting, not a regularizer: --opt sets it
 DECOUPLED = {"adamw": "weight_decay", "lamb": "lamb_weight_decay", "rprop": None}
@@ -42,6 +42,10 @@ OPTIONS = [
                       "--warmup-steps; Paddle runs it as it is). Or a Paddle scheduler, e.g. "
                       "'StepDecay(learning_rate=0.1, step_size=2)': the startup holds its step-0 value; give the "
                       "same to gradc train --lr-schedule."),
+    click.option("--lr-var", metavar="NAME",
+                 help="The updates read their learning rate from this var, a schedule ops of the program compute "
+                      "(paddle.optimizer.lr.exponential_decay, noam_decay, ...; fluid.layers' *_decay in Paddle "
+                      "1.x/2.x programs), as Paddle 2's optimizer(learning_rate=<that Variable>)."),
     click.option("--decay-steps", type=click.IntRange(min=1), metavar="N",
                  help="cosine: the steps from the full rate to 0 (T_max); linear: the same (decay_steps); step: the "
                       "steps between decays."),
@@ -172,9 +176,10 @@ SHORTCUTS = {"beta1": "beta1", "beta2": "beta2", "epsilon": "epsilon", "momentum
 
 def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_schedule: str | None, arguments,
                     clip_global_norm, clip_norm, clip_value, l1, l2, decay_steps=None, gamma=None, warmup_steps=0,
-                    weight_decay=None, no_decay=(), **shortcuts) -> Optimizer | None:
+                    weight_decay=None, no_decay=(), lr_var=None, **shortcuts) -> Optimizer | None:
     """The Optimizer the options describe, or None without --optimizer (then no other option may be given)."""
     extras = {"--lr": learning_rate, "--gamma": gamma, "--lr-schedule": lr_schedule, "--opt": arguments or None,
+              "--lr-var": lr_var,
               "--clip-global-norm": clip_global_norm,
               "--clip-norm": clip_norm, "--clip-value": clip_value, "--l1": l1, "--l2": l2,
               "--decay-steps": decay_steps, "--warmup-steps": warmup_steps or None, "--weight-decay": weight_decay,
@@ -188,8 +193,12 @@ def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_sched
     settings = dict(_argument(text) for text in arguments)
     _known_arguments(optimizer, settings)
     _shortcuts(optimizer, settings, shortcuts)
-    rate = schedule(lr_schedule, DEFAULT_LR if learning_rate is None else learning_rate, decay_steps,
-                    DEFAULT_GAMMA if gamma is None else gamma, warmup_steps)
+    if lr_var is not None and (learning_rate is not None or lr_schedule or warmup_steps):
+        raise GradcError("--lr-var: the program's var is the learning rate; give no --lr, --lr-schedule or "
+                         "--warmup-steps with it")
+    rate = ProgramRate(lr_var) if lr_var is not None else schedule(
+        lr_schedule, DEFAULT_LR if learning_rate is None else learning_rate, decay_steps,
+        DEFAULT_GAMMA if gamma is None else gamma, warmup_steps)
     settings.setdefault("learning_rate", rate)
     if weight_decay is not None:
         if l1 is not None or l2 is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..errors import GradcError
-from ..ir import VarType
+from ..ir import VarType, dtype_name
 from ..schedules import Schedule
 from .emit import LR_SCHEDULE, Emitter
 
@@ -82,6 +82,38 @@ class ProgramSchedule(Schedule):
             decayed = ops.out("where", {"Condition": [early], "X": [warm], "Y": [decayed]})
         ops.add("scale", {"X": [decayed]}, {"Out": [lr]}, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
         ops.place_first()
+
+
+class ProgramRate:
+    """The learning rate a var of the program holds, computed by ops of its own (paddle.optimizer.lr's
+    exponential_decay, noam_decay, ...: fluid.layers' in Paddle 1.x/2.x), as Paddle 2's optimizer(learning_rate=
+    <Variable>) reads it: the update ops read that var, and no learning_rate_0 is made."""
+
+    def __init__(self, var: str):
+        self.var = var
+
+    def check(self, block) -> str:
+        """The var, which must be a float var of one element in block 0."""
+        found = block.find_var(self.var)
+        if found is None:
+            raise GradcError(f"--lr-var {self.var}: block 0 declares no such var")
+        if found.dtype not in (VarType.FP32, VarType.FP64) or math.prod(max(d, 1) for d in found.shape or []) != 1:
+            raise GradcError(f"--lr-var {self.var}: a learning rate is a float32 or float64 var of one element, not "
+                             f"{dtype_name(found.dtype)}{found.shape}")
+        return self.var
+
+    def __repr__(self) -> str:
+        return f"ProgramRate({self.var!r})"
+
+
+def unread_rates(program) -> list[str]:
+    """Float vars of one element that ops with op_role LRSched write in block 0 and no op reads: a schedule the
+    program computes (paddle.optimizer.lr.exponential_decay, ...) that no update reads."""
+    block = program.global_block
+    read = {name for each in program.blocks for op in each.ops for name in op.input_names()}
+    written = [name for op in block.ops if int(op.attrs.get("op_role", 0)) & LR_SCHEDULE for name in op.output_names()]
+    return [name for name in dict.fromkeys(written) if name not in read and (var := block.find_var(name)) is not None
+            and var.dtype in (VarType.FP32, VarType.FP64) and math.prod(max(d, 1) for d in var.shape or []) == 1]
 
 
 class _Ops:
