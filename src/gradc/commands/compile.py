@@ -17,6 +17,7 @@ from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
 from ..optimizers.gradient_merge import merge_gradients
+from ..optimizers.lookahead import append_lookahead, parse_lookahead
 from ..optimizers.param_clip import append_param_clips, parse_bounds
 from ..optimizers.param_options import param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
@@ -90,9 +91,10 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         raise click.UsageError("--json and -o to stdout: both would write there; give -o a file")
     per_param = {key: optimizer_settings.pop(key) for key in ("param_lrs", "param_l1s", "param_l2s", "no_clip")}
     param_bounds, k_steps = optimizer_settings.pop("param_bounds"), optimizer_settings.pop("k_steps")
+    lookahead = parse_lookahead(optimizer_settings.pop("lookahead"))
     for given, option in ((per_param["param_lrs"], "--param-lr"), (per_param["param_l1s"], "--param-l1"),
                           (per_param["param_l2s"], "--param-l2"), (per_param["no_clip"], "--no-clip"),
-                          (param_bounds, "--clip-param"), (k_steps, "--gradient-merge")):
+                          (param_bounds, "--clip-param"), (k_steps, "--gradient-merge"), (lookahead, "--lookahead")):
         if given and optimizer_settings["optimizer"] is None:
             raise GradcError(f"{option}: only with --optimizer")
     clipping = ("clip_global_norm", "clip_norm", "clip_value")
@@ -162,6 +164,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             undecayed = (f"no weight decay on {len(excluded)} of {len(results['backward'])} parameters (--no-decay): "
                          f"{listed}")
         append_param_clips(prog, parse_bounds(param_bounds, [param for param, _ in results["backward"]]))
+        if lookahead:
+            append_lookahead(prog, results["optimizer"], [param for param, _ in results["backward"]], *lookahead)
         if k_steps:
             merge_gradients(prog, results["optimizer"], results["backward"], k_steps)
         inputs = input_gradients(prog, inputs)   # before anything is written

@@ -73,6 +73,9 @@ OPTIONS = [
                  help="Gradient accumulation over micro-batches, as Paddle's GradientMergeOptimizer(k_steps=K, "
                       "avg=True): each run adds its gradients up, every K-th run updates with their mean (a batch "
                       "of K times --batch-size). Not --accumulate, which sums a gradient's parts within a run."),
+    click.option("--lookahead", metavar="K[,ALPHA]",
+                 help="Wrap the optimizer in Paddle's LookAhead(k=K, alpha=ALPHA, 0.5 by default): slow weights "
+                      "that move ALPHA of the way to the parameters every K steps, the parameters reset to them."),
     click.option("--l1", type=float, help="L1Decay(coeff) weight decay on every parameter."),
     click.option("--l2", type=float, help="L2Decay(coeff) weight decay on every parameter."),
     click.option("--no-decay", multiple=True, metavar="GLOB",
