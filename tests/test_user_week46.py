@@ -31,7 +31,11 @@ SCHEDULES = {
     "sgd_lambda": "LambdaDecay(0.1, lambda epoch: 0.8 ** epoch)",
     "sgd_multiplicative": "MultiplicativeDecay(0.1, lambda epoch: 0.9 if epoch < 3 else math.cos(0.5))",
     "sgd_plateau": "ReduceOnPlateau(0.1, factor=0.5, patience=0, threshold=0.5, cooldown=1)",
+    "momentum_multistep_epochs": "MultiStepDecay(0.05, [2, 4], 0.5)",
 }
+# the cases whose loop steps the scheduler once an epoch of two batches (6 epochs): gradc train --epochs 6, and
+# --lr-per-epoch for a scheduler counting epochs
+PER_EPOCH = {"sgd_plateau": (), "momentum_multistep_epochs": ("--lr-per-epoch",)}
 # each case's gradc compile options: Paddle's optimizer arguments as a user gives them
 COMPILE = {
     "sgd_piecewise": "--optimizer sgd --lr 0.1",
@@ -59,6 +63,7 @@ COMPILE = {
     "sgd_lambda": "--optimizer sgd --lr 0.1",
     "sgd_multiplicative": "--optimizer sgd --lr 0.1",
     "sgd_plateau": "--optimizer sgd --lr 0.1",
+    "momentum_multistep_epochs": "--optimizer momentum --lr 0.05",
     "clip_value": "--optimizer sgd --lr 0.1 --clip-value 0.05",
     "clip_norm": "--optimizer sgd --lr 0.1 --clip-norm 0.1",
     "clip_global_need_clip": "--optimizer momentum --lr 0.1 --clip-global-norm 0.1 --no-clip linear_1.b_0 "
@@ -78,12 +83,13 @@ def files(tmp_path_factory):
 
 def _train(files, case, program, startup, *extra):
     """gradc train from Paddle's initial weights on the case's batches, its schedule given; (losses, trained)."""
-    model, plateau = META[case]["model"], case == "sgd_plateau"
+    model, per_epoch = META[case]["model"], case in PER_EPOCH
     trained = files / f"gradc_{case}_{program.stem}.npz"
     schedule = ("--lr-schedule", SCHEDULES[case]) if case in SCHEDULES else ()
     run = gradc_cli("train", program, "--startup", startup, "--params", files / model / "init.npz", "--data",
-                    files / model / ("data_plateau.npz" if plateau else "data.npz"), "--batch-size", 8, "--json",
-                    "--log-every", 1, "--save-params", trained, *(("--epochs", 6) if plateau else ()), *schedule,
+                    files / model / ("data_plateau.npz" if per_epoch else "data.npz"), "--batch-size", 8, "--json",
+                    "--log-every", 1, "--save-params", trained, *(("--epochs", 6, *PER_EPOCH[case]) if per_epoch
+                                                                  else ()), *schedule,
                     *extra)
     assert run.returncode == 0, run.stderr
     losses = [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())

@@ -5,12 +5,13 @@
   channels -> ReLU -> MaxPool 2 -> Flatten -> Linear 3 -> cross entropy), lstm (a language model: tokens [N, 5] ->
   Embedding 20x8 -> nn.LSTM 8 -> Linear 20 -> cross entropy against the next tokens).
 - one case per optimizer / schedule / clipping / regularizer setting (CASES below), each trained STEPS steps of BATCH
-  examples (a scheduler stepped after each step, as run_steps does; ReduceOnPlateau once an epoch of two steps, with
-  the epoch's mean loss); ema: ExponentialMovingAverage(0.9) updated after each step, its applied weights saved.
+  examples (a scheduler stepped after each step, as run_steps does; in the PER_EPOCH cases, 6 epochs of the same two
+  batches, the scheduler stepped once an epoch: ReduceOnPlateau with the epoch's mean loss); ema:
+  ExponentialMovingAverage(0.9) updated after each step, its applied weights saved.
 
 Each model's folder: forward.pb (main.clone() before minimize, the same for every case: names under
-unique_name.guard), init.npz, data.npz (data_plateau.npz: the two batches of ReduceOnPlateau's epochs); each case's:
-train.pb (Paddle's own), startup.pb, trained.npz; its losses and learning rates in meta.json.
+unique_name.guard), init.npz, data.npz (data_plateau.npz: the two batches of an epoch of the PER_EPOCH cases); each
+case's: train.pb (Paddle's own), startup.pb, trained.npz; its losses and learning rates in meta.json.
 - program_rate: the mlp with a schedule as ops of the program (program_rate_case), its forward and startup too.
 - lr_<name>.pb / .startup.pb: paddle.optimizer.lr's exponential_decay, natural_exp_decay, inverse_time_decay,
   polynomial_decay (cycle), piecewise_decay, cosine_decay, linear_lr_warmup and noam_decay, which write the schedule as
@@ -75,13 +76,15 @@ CASES = {
         0.1, lambda epoch: 0.9 if epoch < 3 else math.cos(0.5)))),
     "sgd_plateau": ("mlp", lambda: paddle.optimizer.SGD(lr.ReduceOnPlateau(0.1, factor=0.5, patience=0, threshold=0.5,
                                                                            cooldown=1))),
+    "momentum_multistep_epochs": ("mlp", lambda: paddle.optimizer.Momentum(lr.MultiStepDecay(0.05, [2, 4], 0.5))),
     "clip_value": ("mlp", lambda: paddle.optimizer.SGD(0.1, grad_clip=nn.ClipGradByValue(0.05))),
     "clip_norm": ("mlp", lambda: paddle.optimizer.SGD(0.1, grad_clip=nn.ClipGradByNorm(0.1))),
     "clip_global_need_clip": ("attrs", lambda: paddle.optimizer.Momentum(0.1, grad_clip=nn.ClipGradByGlobalNorm(0.1))),
     "l1_param_l2_global": ("attrs", lambda: paddle.optimizer.SGD(0.1, weight_decay=paddle.regularizer.L2Decay(0.01))),
     "ema": ("mlp", lambda: paddle.optimizer.Adam(0.01)),
 }
-EPOCH_STEPS = 2  # ReduceOnPlateau's epoch
+EPOCH_STEPS = 2  # an epoch of the cases whose scheduler the loop steps once an epoch
+PER_EPOCH = ("sgd_plateau", "momentum_multistep_epochs")
 
 
 def mlp(attrs: bool):
@@ -130,10 +133,10 @@ def train_case(out: Path, name: str, exe) -> dict:
         ema = paddle.static.ExponentialMovingAverage(0.9) if name == "ema" else None
         if ema:
             ema.update()
-    plateau = name == "sgd_plateau"
-    steps = 2 * STEPS if plateau else STEPS
-    # ReduceOnPlateau's epochs go over the same two batches, as an epoch does
-    batches = data(model, np.random.default_rng(46), (EPOCH_STEPS if plateau else steps) * BATCH)
+    per_epoch = name in PER_EPOCH
+    steps = 2 * STEPS if per_epoch else STEPS
+    # the epochs go over the same two batches, as an epoch does
+    batches = data(model, np.random.default_rng(46), (EPOCH_STEPS if per_epoch else steps) * BATCH)
     folder, shared = out / name, out / model
     folder.mkdir(parents=True, exist_ok=True)
     scope, losses, rates = paddle.static.Scope(), [], []
@@ -142,20 +145,20 @@ def train_case(out: Path, name: str, exe) -> dict:
         exe.run(startup)
         np.savez(shared / "init.npz", **legacy_persistables(forward, scope))
         for step in range(steps):
-            at = step % EPOCH_STEPS if plateau else step
+            at = step % EPOCH_STEPS if per_epoch else step
             feed = {k: v[at * BATCH:(at + 1) * BATCH] for k, v in batches.items()}
             (value,) = exe.run(main, feed=feed, fetch_list=[loss.name])
             losses.append(float(value))
             rates.append(float(getattr(optimizer, "inner_optimizer", optimizer).get_lr()))
-            if plateau and step % EPOCH_STEPS == EPOCH_STEPS - 1:
+            if isinstance(schedule, lr.ReduceOnPlateau) and step % EPOCH_STEPS == EPOCH_STEPS - 1:
                 schedule.step(float(np.mean(losses[-EPOCH_STEPS:])))
-            elif isinstance(schedule, lr.LRScheduler) and not plateau:
+            elif isinstance(schedule, lr.LRScheduler) and (step % EPOCH_STEPS == EPOCH_STEPS - 1 or not per_epoch):
                 schedule.step()
         np.savez_compressed(folder / "trained.npz", **legacy_persistables(forward, scope))
         if ema:
             with ema.apply(exe):
                 np.savez_compressed(folder / "ema.npz", **legacy_persistables(forward, scope))
-    np.savez_compressed(shared / ("data_plateau.npz" if plateau else "data.npz"), **batches)
+    np.savez_compressed(shared / ("data_plateau.npz" if per_epoch else "data.npz"), **batches)
     write_gz(shared / "forward.pb", without_callstacks(forward))
     for program_name, program in [("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
