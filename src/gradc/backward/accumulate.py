@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR, OpDesc
 
-_GIVEN = (None, None, None)   # a grad the caller provides: it keeps its name when others add to it
-
 
 class GradAccumulator:
     def __init__(self, block_idx: int, values: frozenset[str] | set[str] = frozenset({EMPTY_VAR})):
         self.block_idx = block_idx
         # the vars declared before the pass, written again, never renamed or summed, and EMPTY_VAR (no var): one test
         self.values = values
-        self.first_write: dict[str, tuple[OpDesc, str, int]] = {}  # grad -> its single writer so far
+        self.first_write: dict[str, OpDesc | None] = {}  # grad -> its single writer so far (None: the caller's)
         self.pending: dict[str, list[str]] = {}   # grad -> renamed parts awaiting a sum
         self.renames: dict[str, int] = {}         # grad -> parts named so far (names stay unique)
 
@@ -30,7 +28,7 @@ class GradAccumulator:
         return name in self.first_write
 
     def give(self, name: str) -> None:
-        self.first_write[name] = _GIVEN
+        self.first_write[name] = None   # the caller provides it: it keeps its name when others add to it
 
     def forget(self, name: str) -> None:
         """The forward value this grad belongs to is gone: the next writer starts afresh."""
@@ -45,24 +43,24 @@ class GradAccumulator:
             reads = set(reads)
         restarted: tuple[str, ...] = ()   # grads this op reads and writes (rare): a tuple made when one is met
         values, first_write = self.values, self.first_write
-        for slot, args in op.outputs.items():
-            for pos, name in enumerate(args):
+        for args in op.outputs.values():
+            for name in args:
                 if name in values:
                     continue
                 if name in reads and name not in restarted:   # a new value's grad starts; a second write adds to it
                     self.forget(name)
                     restarted += (name,)
                 if name not in first_write:
-                    first_write[name] = (op, slot, pos)
+                    first_write[name] = op
                     continue
                 parts = self.pending.get(name)
                 if parts is None:   # second writer: rename the first one too
-                    first_op, first_slot, first_pos = self.first_write[name]
+                    first_op = first_write[name]
                     parts = self.pending[name] = [name if first_op is None else self._rename(name)]
                     if first_op is not None:
-                        first_op.outputs[first_slot][first_pos] = parts[0]
+                        _rename_first_output(first_op, name, parts[0])
                 parts.append(self._rename(name))
-                args[pos] = parts[-1]
+                args[args.index(name)] = parts[-1]   # the first of its writes not renamed yet: this one
 
     def _rename(self, name: str) -> str:
         k = self.renames.get(name, 0)
@@ -81,5 +79,14 @@ class GradAccumulator:
     def _sum(self, name: str) -> OpDesc:
         parts = self.pending.pop(name)
         op = OpDesc("sum", {"X": parts}, {"Out": [name]})
-        self.first_write[name] = (op, "Out", 0)
+        self.first_write[name] = op
         return op
+
+
+def _rename_first_output(op: OpDesc, name: str, renamed: str) -> None:
+    """The first output of ``op`` named ``name`` renamed: where its first writer wrote the grad, looked for only when
+    a second writer comes (most grads have one, and keep no position)."""
+    for args in op.outputs.values():
+        if name in args:
+            args[args.index(name)] = renamed
+            return
