@@ -133,6 +133,11 @@ class OpDef:
                      for name, slot in zip(self.inputs, map(self.slots.__getitem__, self.inputs)))
 
     @cached_property
+    def attr_kinds(self) -> tuple[tuple[str, int], ...]:
+        """(attribute, declared wire type) pairs: definition_problem walks them per op without a view of the dict."""
+        return tuple(self.attr_types.items())
+
+    @cached_property
     def input_checks(self) -> tuple[tuple[str, ...], tuple[tuple[str, bool, bool], ...]]:
         """input_rules split for definition_problem: the slots that must hold exactly one var (most), then the rest."""
         one_var = tuple(name for name, required, single in self.input_rules if required and single)
@@ -246,15 +251,14 @@ def definition_problem(op: OpDesc) -> str | None:
         args = given.get(name)
         if (required and not args) or (single and args and len(args) > 1):
             return slot_problem(op)
-    attr_types = op.attr_types
     if opdef.sub_block_attr:
         return attr_type_problem(op)
-    if attr_types and not opdef.attr_types.items() >= attr_types.items():
-        # attributes the definition does not declare (Paddle writes op_callstack, use_mkldnn, ... on every op): the
-        # declared ones, a few, looked up in the op's, not the op's dozen in the definition's
-        for name, kind in opdef.attr_types.items():
-            if attr_types.get(name, kind) != kind:
-                return attr_type_problem(op)
+    # the declared attributes, a few, looked up in the op's (Paddle writes a dozen more on every op, op_callstack,
+    # use_mkldnn, ..., which no definition declares): attr_type_problem names the one that differs
+    attr_types = op.attr_types
+    for name, kind in opdef.attr_kinds:
+        if attr_types.get(name, kind) != kind:
+            return attr_type_problem(op)
     return None
 
 
