@@ -51,7 +51,9 @@ def test_each_recogniser_trains_to_paddles_losses_cers_and_weights(files, model)
     (1.1e-7 measured), the CER the program computes by argmax, ctc_align and edit_distance exactly, and Paddle's
     weights to 1e-6 (4.8e-7). Left out: a conv bias before batch norm, with the running statistics it shifts, and the
     attention's key bias (the transformer's linear_3.b_0; a softmax over keys is blind to it): their gradient is 0
-    up to rounding, which Adam scales to a full step of either sign, in Paddle as in gradc."""
+    up to rounding, which Adam scales to a full step of either sign, in Paddle as in gradc. The epoch's CER is the
+    set's, as evaluate's: the summed edit distances over the summed label lengths (Paddle's step CERs times their
+    batches' lengths); before, the mean of the step CERs (1.00102 for the CRNN-GRU, whose set's is 1)."""
     folder, names = files / model, META[model]
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", *TRAINING[model],
                          *SCHEDULES[model])
@@ -63,6 +65,11 @@ def test_each_recogniser_trains_to_paddles_losses_cers_and_weights(files, model)
     steps = _steps(run)
     np.testing.assert_allclose([s[names["loss"]] for s in steps], names["losses"], rtol=1e-6)
     assert [s[names["cer"]] for s in steps] == names["cers"]
+    lengths = np.load(folder / "data.npz")["label_len"].reshape(len(steps), -1).sum(axis=1)
+    distances = np.round(np.array(names["cers"]) * lengths)
+    (epoch,) = [line["train"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    np.testing.assert_allclose(epoch[names["cer"]], distances.sum() / lengths.sum(), rtol=1e-12)
+    assert abs(np.mean(names["cers"]) - distances.sum() / lengths.sum()) > 1e-4   # what the mean of steps gave
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     noise = [name for name in paddle.files if name.startswith("conv2d_") and name.endswith(".b_0")
              or name.startswith("batch_norm2d_") and name.endswith(("w_1", "w_2")) or name == "linear_3.b_0"]

@@ -133,6 +133,20 @@ def test_train_with_eval_leaves_the_training_aucs_counts_alone(tmp_path):
     assert lines[1].startswith(lines[0].split(" (")[0] + " | eval ")
 
 
+def test_the_epochs_training_auc_is_paddles_over_the_epoch_not_a_mean_of_running_aucs(tmp_path):
+    """The auc op's AUC (slide_steps 0) counts every step's examples: its last step's value is Paddle's AUC of the
+    epoch's predictions, which the epoch line now gives; before, the mean of the five running AUCs, 0.384."""
+    done = gradc_cli("train", WEEK / "adam_lazy" / "main.pb", "--startup", WEEK / "adam_lazy" / "startup.pb",
+                     "--params", WEEK / "init.pdparams", "--data", _whole_set(tmp_path), "--batch-size", "16",
+                     "--fetch", "mean_1.tmp_0", "--fetch", "auc_0.tmp_0", "--json")
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((WEEK / "adam_lazy" / "meta.json").read_text())
+    (epoch,) = [line["train"] for line in map(json.loads, done.stdout.splitlines()) if line["event"] == "epoch"]
+    assert epoch["auc_0.tmp_0"] == meta["aucs"][-1]
+    assert abs(np.mean(meta["aucs"]) - meta["aucs"][-1]) > 0.05
+    np.testing.assert_allclose(epoch["mean_1.tmp_0"], np.mean(meta["losses"]), rtol=1e-6)   # equal batches: a mean
+
+
 def test_padding_idx_still_zeroes_its_ids():
     meta, main, scope, executor = _started("adam_lazy")
     feed = _feed(0)

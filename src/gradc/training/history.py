@@ -3,6 +3,7 @@ evaluation), time and examples; and the Reporter the trainer tells as it goes (s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,20 +80,31 @@ def inner_objectives(block) -> set[str]:
 @dataclass
 class History:
     fetch: list[str]
+    ratios: dict[str, tuple[str, str]] = field(default_factory=dict)   # set_metrics.per_count's: name -> parts
+    last_of: set[str] = field(default_factory=set)             # running over every step (an auc op's AUC)
     steps: list[list[float]] = field(default_factory=list)     # the fetched scalars of each step
     epochs: list[dict] = field(default_factory=list)           # {"epoch", "train": {name: mean}, "eval": {...}}
     examples: int = 0
     seconds: float = 0.0
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
+    epoch_parts: dict[str, float] = field(default_factory=dict)   # the ratios' dividends and counts, summed
     last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
     kept_epoch: int | None = None                              # early stopping: the epoch whose parameters it kept
     told_nonfinite: bool = False                               # a step's NaN or Inf was warned of
 
-    def add_step(self, values: list[float], examples: int) -> str | None:
-        """Count the step in; the first step whose values are not all finite: a warning, for its epoch's mean of them
-        is not finite either (an inf in a batch; once a run: a diverged run's every later step would repeat it)."""
+    @property
+    def parts(self) -> list[str]:
+        """The vars a step fetches beside ``fetch`` for the epoch's ratios."""
+        return list(dict.fromkeys(part for pair in self.ratios.values() for part in pair))
+
+    def add_step(self, values: list[float], examples: int, parts: Sequence[float] = ()) -> str | None:
+        """Count the step in (``parts``: the values of ``self.parts``); the first step whose values are not all
+        finite: a warning, for its epoch's mean of them is not finite either (an inf in a batch; once a run: a
+        diverged run's every later step would repeat it)."""
         self.steps.append(values)
+        for name, value in zip(self.parts, parts):
+            self.epoch_parts[name] = self.epoch_parts.get(name, 0.0) + value
         self.examples += examples
         self.epoch_sums = [s + v * examples for s, v in zip(self.epoch_sums or [0.0] * len(values), values)]
         self.epoch_examples += examples
@@ -104,15 +116,21 @@ class History:
         return None
 
     def running(self) -> dict[str, float]:
-        """The means of the epoch so far."""
+        """The epoch's values so far, as an evaluation gives the set's: a ratio to a count of the data (a CER's edit
+        distances to the label lengths) as the summed dividends over the summed counts, a value running over every
+        step (an AUC) as the last step's, any other the mean over the examples."""
         count = max(self.epoch_examples, 1)
-        return {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
+        means = {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
+        parts = self.epoch_parts
+        means.update({name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items()
+                      if parts.get(bottom)})
+        return {**means, **{name: self.last()[name] for name in self.last_of if name in means}}
 
     def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:
         record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
         self.last_eval = evaluated
         self.epochs.append(record)
-        self.epoch_sums, self.epoch_examples = [], 0
+        self.epoch_sums, self.epoch_examples, self.epoch_parts = [], 0, {}
         return record
 
     def best_epoch(self, name: str, higher: bool = False) -> dict | None:
@@ -132,12 +150,13 @@ class History:
     def state(self) -> dict:
         return {"fetch": self.fetch, "steps": self.steps, "epochs": self.epochs, "examples": self.examples,
                 "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples,
-                "last_eval": self.last_eval}
+                "epoch_parts": self.epoch_parts, "last_eval": self.last_eval}
 
     @classmethod
-    def from_state(cls, fetch: list[str], state: dict) -> History:
-        """The history a checkpoint kept; a fresh one if it fetched other vars (its records would not line up)."""
-        history = cls(list(fetch))
+    def from_state(cls, fetch: list[str], state: dict, **kinds) -> History:
+        """The history a checkpoint kept; a fresh one if it fetched other vars (its records would not line up).
+        ``kinds``: its ratios and last_of, which the program gives."""
+        history = cls(list(fetch), **kinds)
         if state.get("fetch") == history.fetch and all(isinstance(state.get(key), list) for key in ("steps", "epochs")):
             for key, value in state.items():
                 if key in cls.__dataclass_fields__ and isinstance(value, type(getattr(history, key))):

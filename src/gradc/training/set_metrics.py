@@ -159,3 +159,8 @@ def at_set_means(executor, scope: Scope, derived: dict[str, tuple[str, Program]]
         (value,) = executor.run(ops, {mean: fed}, [name], scope)
         results[name] = scalar(name, value)
     return results
+
+
+def set_kinds(program: Program, fetch: Sequence[str]) -> dict:
+    """History's ratios and last_of for ``fetch`` of a training program: its epoch values are then the set's."""
+    return {"ratios": per_count(program, fetch), "last_of": auc_counts(program)[1] & set(fetch)}

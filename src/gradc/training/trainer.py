@@ -29,17 +29,19 @@ from ..executor.failures import NonFiniteError
 from ..io import load
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
-from .best import EarlyStopping, split_best
-from .checkpoint import check_settings, checked_checkpoint, checkpoint_directory, load_checkpoint, save_checkpoint
+from .best import EarlyStopping
+from .checkpoint import checkpoint_directory, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, reported
 from .evaluation import evaluate_plan, trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
-from .lbfgs import LBFGS, program_objective, split_lbfgs
-from .params import checked_param, refresh_flat_buffers, run_startup
+from .lbfgs import LBFGS, program_objective
+from .params import refresh_flat_buffers, run_startup
 from .programs import updates_nothing
+from .resume import resume_from
+from .set_metrics import set_kinds
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
@@ -81,7 +83,7 @@ class Trainer:
         schedules_plateau.check_watched(self.schedule, self.fetch)
         self.lr_var, self.lr_per_epoch = lr_var, lr_per_epoch   # per epoch: the scheduler stepped after each
         self.epoch = self.batch = self.step = 0
-        self.history = History(list(self.fetch))
+        self.history = History(list(self.fetch), **set_kinds(self.program, self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
         self._labels_fitted: dict[tuple, Dataset | OneBatch] = {}   # by plan: the data it was last fitted to
         self.metrics = EvalMetrics()   # fit's: what an evaluation reports beside the scalars
@@ -105,7 +107,8 @@ class Trainer:
             update = (self.epoch if self.lr_per_epoch     # gradient merge: k runs an update
                       else self.step // schedules.runs_per_update(self.program, self.scope))
             schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
-        fetch = self.fetch + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
+        parts = self.history.parts   # of the epoch's ratios: summed, as an evaluation sums them
+        fetch = self.fetch + parts + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
         try:
             if self._objective is not None:
                 values = self._objective.step(self.lbfgs, feed, fetch, lambda: self._reseed(STEP, self.step))
@@ -117,9 +120,10 @@ class Trainer:
             self.executor.run(after, {}, [], self.scope)
         refresh_flat_buffers(self.scope, self.flat_buffers)
         self.step += 1
+        self.step_parts = [scalar(name, value) for name, value in zip(parts, values[len(self.fetch):])]
         if self.gradient_pairs:
             overflowed = bool(self.overflow_flag) and bool(np.asarray(values[-1]).any())
-            self.grad_norms = gradient_norms(self.gradient_pairs, values[len(self.fetch):], overflowed)
+            self.grad_norms = gradient_norms(self.gradient_pairs, values[len(self.fetch) + len(parts):], overflowed)
         return [scalar(name, value) for name, value in zip(self.fetch, values)]
 
     def _reseed(self, stream: int, number: int) -> None:
@@ -178,7 +182,7 @@ class Trainer:
                     **({"early_stop": early_stop, "monitor": early.monitor} if early else {})}
         self._settings = settings
         if resume is not None:
-            self._resume(resume, settings)
+            resume_from(self, resume, settings)
             checkpoint_dir = checkpoint_dir or resume
         batches = data.batch_count(batch_size, drop_last)
         if batches == 0:
@@ -200,7 +204,8 @@ class Trainer:
                     with naming(data, where):
                         values = self.train_step(feed)
                     self.batch += 1
-                    if note := self.history.add_step(values, 1 if getattr(data, "episodes", False) else examples(feed)):
+                    size = 1 if getattr(data, "episodes", False) else examples(feed)
+                    if note := self.history.add_step(values, size, self.step_parts):
                         warnings.warn(f"{where}: {note}", GradcWarning, stacklevel=2)
                     reporter.step(self.step, self.epoch, self.batch, values)
                     if checkpoint_dir and checkpoint_every and self.step % checkpoint_every == 0:
@@ -278,26 +283,6 @@ class Trainer:
             self._save(directory, settings)
         raise Stopped(f"interrupted after {where}; checkpoint saved in {directory} "
                       f"(continue with --resume {directory})", self.step, where)
-
-    def _resume(self, directory, settings: dict) -> None:
-        values, state, path = load_checkpoint(directory)
-        values, best = split_best(values)
-        values, lbfgs = split_lbfgs(values)
-        values = checked_checkpoint(self.program, values, path)
-        check_settings(path, state, settings)
-        for name, value in values.items():
-            self.scope[name] = value
-        self.epoch, self.batch, self.step = state["epoch"], state["batch"], state["step"]
-        if self.lbfgs is not None:
-            self.lbfgs.resume(lbfgs)
-        if self.paddle_stream:
-            randomness.restore(state["random"])
-        self.history = History.from_state(self.fetch, state.get("history") or {})
-        for record in self.history.epochs:   # ReduceOnPlateau's state is its epochs' values
-            schedules_plateau.after_epoch(self.schedule, record, self.fetch)
-        if self.early_stopping:
-            self.early_stopping.resume({name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
-                                for name, value in best.items()}, self.history)
 
 
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
