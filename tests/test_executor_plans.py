@@ -10,6 +10,7 @@ import pytest
 
 import gradc
 from gradc.executor import KERNELS
+from gradc.executor import plan as plan_module
 from gradc.executor.kernels import SHAPE_ONLY, pool_windows
 from gradc.executor.kernels import conv as conv_kernels
 from gradc.executor.liveness import deaths
@@ -155,8 +156,8 @@ def test_a_second_fetch_set_of_the_same_program_is_planned_without_checking_it_a
     on its first step only) reuses those the first plan passed, until the program changes."""
     program, scope, feed, fetch = _trained_net()
     checked = []
-    check = gradc.Executor._check
-    monkeypatch.setattr(gradc.Executor, "_check", staticmethod(lambda block: checked.append(block.idx) or check(block)))
+    check = plan_module.check_block
+    monkeypatch.setattr(plan_module, "check_block", lambda block: checked.append(block.idx) or check(block))
     executor = gradc.Executor()
     everything = executor.run(program, feed, fetch, scope)
     loss_only = executor.run(program, feed, fetch[:1], scope)
