@@ -13,6 +13,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
+from gradc.io import serialize
 from gradc.training import set_metrics
 
 WEEK = DATA / "user_week41"
@@ -26,7 +27,7 @@ ADAMW = ("--optimizer", "adamw", "--weight-decay", 0.1, "--no-decay", "*.b_*", "
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("week41")
-    unpacked(WEEK, out, ("gpt", "gm", "cls", "amp"))
+    unpacked(WEEK, out, ("gpt", "gm", "cls", "amp", "amp_gm"))
     np.savez(out / "prompts.npz", tokens=np.load(out / "generation.npz")["prompts"])
     return out
 
@@ -180,6 +181,58 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
     assert _losses(first) + _losses(rest) == losses["micro"]
     refused = gradc_cli("compile", gm / "forward.pb", "-o", files / "x.pb", "--gradient-merge", 2)
     assert refused.returncode == 1 and "--gradient-merge: only with --optimizer" in refused.stderr
+
+
+def test_python_gradient_merge_optimizer_writes_what_compile_writes(files):
+    """--gradient-merge was the CLI's alone (the Python optimizers had no k_steps): GradientMergeOptimizer, Paddle's
+    class, over the optimizer the options describe writes compile --gradient-merge 2's program and startup, byte for
+    byte (and so Paddle's 12 losses, above); over AmpPass too, compile --amp --gradient-merge's."""
+    from gradc.optimizers import AdamW, GradientMergeOptimizer
+    from gradc.passes import AmpPass, BackwardPass
+    from gradc.passes.amp import AmpOptions
+
+    gm = files / "gm"
+    for amp in ((), ("--amp", "o1")):
+        out = files / f"cli_merged{len(amp)}.pb"
+        assert gradc_cli("compile", gm / "forward.pb", "-o", out, *ADAMW, "--lr", 1e-3, *amp, "--gradient-merge",
+                         2).returncode == 0
+        program = gradc.load(gm / "forward.pb")
+        adamw = AdamW(1e-3, weight_decay=0.1, apply_decay_param_fun=lambda name: ".b_" not in name
+                      and not name.startswith("layer_norm"))
+        merged = GradientMergeOptimizer(adamw, k_steps=2)
+        startup = AmpPass(AmpOptions("O1"), BackwardPass(), merged)(program) if amp else merged.minimize(program)
+        assert _bytes(program) == _bytes(gradc.load(out))
+        assert _bytes(startup) == _bytes(gradc.load(out.with_suffix(".startup.pb")))
+    with pytest.raises(gradc.GradcError, match="avg=False"):
+        GradientMergeOptimizer(AdamW(1e-3), k_steps=2, avg=False)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_amp_with_gradient_merge_trains_as_paddles_own_program(files, level):
+    """compile --amp with --gradient-merge was refused ("not supported"). Paddle 3.3.1 writes it:
+    GradientMergeOptimizer over decorate(AdamW, level, float16), as a CUDA build writes it
+    (tools/paddle_amp_gradient_merge.py) sums the scaled gradients and, every 2 runs, divides, unscales, checks, updates
+    the scale and skips or applies the update in its conditional block. gradc's compile --amp --gradient-merge 2 now
+    writes that structure: Paddle's program and gradc's, run by gradc, give the same 24 losses and loss scales bit
+    for bit (at O2 the scale halves: an overflowing update skipped)."""
+    gpt, out = files / "gpt", files / f"gradc_gm_{level}.pb"
+    assert gradc_cli("compile", gpt / "forward.pb", "-o", out, *ADAMW, "--clip-global-norm", 1, "--lr-schedule",
+                     SCHEDULE, "--amp", level.lower(), "--gradient-merge", 2).returncode == 0
+    common = ("--seed", 41, "--paddle-stream", "--lr-schedule", SCHEDULE, "--fetch", "tmp_13", "--fetch",
+              "loss_scaling_0", "--steps", 24)
+    paddle = _train(files / "amp_gm" / f"{level}.pb", gpt / "data.npz", "--startup",
+                    files / "amp_gm" / f"{level}_startup.pb", *common, batch=2)
+    ours = _train(out, gpt / "data.npz", "--startup", gpt / "startup.pb", "--startup", out.with_suffix(".startup.pb"),
+                  *common, batch=2)
+    steps = [[line["values"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "step"]
+             for run in (paddle, ours)]
+    assert steps[0] == steps[1] and len(steps[0]) == 24
+    scales = [step["loss_scaling_0"] for step in steps[0]]
+    assert (len(set(scales)) > 1) == (level == "O2")
+
+
+def _bytes(program) -> bytes:
+    return serialize(program)
 
 
 def test_compile_warns_of_paddles_smoothed_label_count(files):

@@ -12,8 +12,10 @@ SCALE_SLOTS = {"check_finite_and_unscale": "Scale", "update_loss_scaling": "Prev
 
 
 def loss_scaling_vars(block: Block) -> set[str]:
-    """The vars loss scaling divides the gradients by."""
-    return {name for op in block.ops if op.type in SCALE_SLOTS for name in op.input(SCALE_SLOTS[op.type])}
+    """The vars loss scaling divides the gradients by, in any block (gradient merge's are in its conditional one)."""
+    blocks = block.program.blocks if block.program is not None else [block]
+    return {name for each in blocks for op in each.ops if op.type in SCALE_SLOTS
+            for name in op.input(SCALE_SLOTS[op.type])}
 
 
 def unscaled_loss(block: Block, name: str) -> str:

@@ -109,8 +109,6 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
             raise click.UsageError("--amp: needs --optimizer (paddle.static.amp.decorate wraps an optimizer)")
         if len(losses) > 1:
             raise click.UsageError("--amp: one --loss (decorate scales one loss)")
-        if k_steps:   # the loss scaling's skip of an overflowing step would have to span the K runs
-            raise click.UsageError("--amp with --gradient-merge: not supported; give one of them")
     if optimizer is not None and "optimizer" in extra_passes:
         raise GradcError("give --optimizer or --pass optimizer, not both")
     updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too

@@ -8,6 +8,7 @@ attributes, op order and startup initialisers as Paddle's ``minimize`` (gradc.op
 from .adam_family import Adam, Adamax, AdamW, Lamb, NAdam, RAdam
 from .base import Optimizer, ParamAttr, Tensor, trained_parameters
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, GradientClip
+from .gradient_merge import GradientMergeOptimizer
 from .regularizer import L1Decay, L2Decay, WeightDecay
 from .schedule_ops import ProgramSchedule
 from .sgd_family import SGD, Adadelta, Adagrad, LarsMomentum, Momentum, RMSProp, Rprop
@@ -19,9 +20,10 @@ OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "lars_momentum": LarsMomentum, "
 MULTI_TENSOR = frozenset({"merged_momentum", "merged_adam"})
 
 __all__ = ["MULTI_TENSOR", "OPTIMIZERS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax",
-           "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue", "GradientClip", "L1Decay", "L2Decay",
-           "Lamb", "LarsMomentum", "Momentum", "NAdam", "Optimizer", "ParamAttr", "RAdam", "RMSProp", "Rprop",
-           "ProgramSchedule", "Tensor", "WeightDecay", "make_optimizer", "minimize", "trained_parameters"]
+           "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue", "GradientClip", "GradientMergeOptimizer",
+           "L1Decay", "L2Decay", "Lamb", "LarsMomentum", "Momentum", "NAdam", "Optimizer", "ParamAttr", "RAdam",
+           "RMSProp", "Rprop", "ProgramSchedule", "Tensor", "WeightDecay", "make_optimizer", "minimize",
+           "trained_parameters"]
 
 
 def make_optimizer(name: str, **arguments) -> Optimizer:

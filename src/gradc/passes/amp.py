@@ -24,6 +24,7 @@ from ..errors import GradcError, GradcWarning, closest
 from ..ir import Block, Program, VarType, dtype_name, roles
 from ..optimizers import Optimizer, ParamAttr, make_optimizer
 from ..optimizers.emit import Emitter, complete
+from ..optimizers.gradient_merge import GradientMergeOptimizer, merge_gradients
 from ..registry import OPS, make_op
 from ..schedules import Schedule
 from .amp_unscale import master_gradients, move_gradient_casts, unscale
@@ -119,17 +120,21 @@ class AmpPass(Pass):
     """Forward casts, the scaled loss, its backward, the unscaling and the optimizer's updates, in one pass (each step
     needs the one before: the backward differentiates the scaled loss, the optimizer skips on its flag). The result
     is the startup program: the optimizer's, with the loss-scaling vars first. ``memory``: passes that rewrite the
-    backward (recomputation, eager accumulation), run right after it, before the unscaling reads the gradients."""
+    backward (recomputation, eager accumulation), run right after it, before the unscaling reads the gradients.
+    A GradientMergeOptimizer: as Paddle's over a decorated optimizer, the scaled gradients are summed each run and the
+    unscaling, its check, the scale's update and the updates run every k runs, on their mean."""
     name = "amp"
 
     def __init__(self, options: AmpOptions | None = None, backward: BackwardPass | None = None,
-                 optimizer: Optimizer | None = None, param_attrs: Mapping[str, ParamAttr] | None = None,
-                 memory: Sequence[Pass] = ()):
+                 optimizer: Optimizer | GradientMergeOptimizer | None = None,
+                 param_attrs: Mapping[str, ParamAttr] | None = None, memory: Sequence[Pass] = ()):
         self.options = options or AmpOptions()
         self.memory = list(memory)
         self.memory_results: dict[str, object] = {}   # each memory pass's result by name, once applied
         self.backward = backward or BackwardPass()
-        self.optimizer = optimizer or make_optimizer("sgd")
+        merged = isinstance(optimizer, GradientMergeOptimizer)
+        self.k_steps = optimizer.k_steps if merged else None
+        self.optimizer = optimizer.inner_optimizer if merged else optimizer or make_optimizer("sgd")
         self.param_attrs = param_attrs
         self.loss: str | None = None   # the loss before scaling, once applied
         self.casts = 0                 # the casts the forward got
@@ -191,6 +196,8 @@ class AmpPass(Pass):
             roles.set_role(fill, roles.FORWARD)
             startup.global_block.create_var(var, [1], dtype, persistable=True, stop_gradient=True)
             startup.global_block.ops.insert(position, fill)
+        if self.k_steps:
+            merge_gradients(program, startup, self.backward.pairs, self.k_steps)
         return startup
 
     def ensures(self, program: Program) -> None:
