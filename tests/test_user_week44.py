@@ -235,3 +235,17 @@ def test_pir_export_runs_to_paddles_predictor(files):
     for prefix in ("", "executor_"):
         np.testing.assert_allclose(ours["fetch_name_0"], paddle[f"{prefix}logits"], rtol=0, atol=3e-7)
         np.testing.assert_array_equal(ours["fetch_name_1"], paddle[f"{prefix}load"])
+
+
+def test_a_per_token_array_beside_per_sequence_ones_is_refused_with_the_shape_to_give(files, tmp_path):
+    """The noise flattened to one row per token ([tokens, E] beside [sequences, ...]) was refused naming only --feed,
+    which feeds an array whole at every step: not this one's case. The refusal now says how many rows each example
+    holds and the shape to give (the fixture's [sequences, tokens, E], reshaped in the program)."""
+    folder, data = files / "top2", dict(np.load(files / "top2" / "data.npz"))
+    sequences, tokens, experts = data["noise"].shape
+    np.savez(tmp_path / "flat.npz", **{**data, "noise": data["noise"].reshape(-1, experts)})
+    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--data", tmp_path / "flat.npz",
+                    "--batch-size", 4)
+    assert run.returncode == 1 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert (f"'noise' holds {tokens} rows for each of {sequences} examples: give it as [{sequences}, {tokens}, ...] "
+            f"and reshape it in the program") in run.stderr

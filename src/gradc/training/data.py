@@ -55,7 +55,7 @@ class Dataset:
                                                                 else "") for name, value in examples.items())
             raise GradcError(f"{source}: the arrays must share their first dimension (the examples): {listed}; an "
                              f"input that is the same at every step (prior boxes, anchors) goes in a second .npz "
-                             f"given with --feed (fixed= of gradc.Dataset in Python)")
+                             f"given with --feed (fixed= of gradc.Dataset in Python){_rows_per_example(sizes)}")
         self.size = next(iter(sizes.values()))
         if self.size == 0:
             raise GradcError(f"{source}: holds no examples")
@@ -185,6 +185,17 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
         check_indices(labels_of or program, data.arrays, data.source, data.item)
+
+
+def _rows_per_example(sizes: dict[str, int | None]) -> str:
+    """A hint for an array of several rows per example (one per token: [tokens, E] beside [sequences, ...])."""
+    fewest = min((size for size in sizes.values() if size), default=0)
+    multiples = {name: size // fewest for name, size in sizes.items() if size and size != fewest and size % fewest == 0}
+    if not multiples:
+        return ""
+    name, rows = next(iter(multiples.items()))
+    return (f"; '{name}' holds {rows} rows for each of {fewest} examples: give it as [{fewest}, {rows}, ...] and "
+            f"reshape it in the program, so each batch takes its examples' rows")
 
 
 def _fixed_hint(data) -> str:
