@@ -81,6 +81,24 @@ def test_the_named_loss_trains_to_paddles_losses_psnrs_and_weights_the_feature_n
     assert all(np.array_equal(params[name], scope[name]) for name in ("perceptual.w", "perceptual.b"))
 
 
+def test_the_epochs_psnr_is_that_of_its_mean_squared_error_not_a_mean_of_psnrs(files):
+    """The PSNR, 10 log10(1 / MSE), is computed from a mean: an epoch's is that of the epoch's MSE, as evaluate gives
+    a set's. Before, the epoch line averaged the 6 steps' PSNRs (7.1111); now 10 log10(1 / the mean of the MSEs
+    Paddle's step PSNRs give), 7.0459 (equal batches: the MSEs weigh alike)."""
+    compiled = gradc_cli("compile", files / "sr.pb", "-o", files / "epoch.pb", "--optimizer", "adam", "--lr", 0.01,
+                         "--loss", SR_LOSS, "--no-grad", "perceptual.*")
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", files / "epoch.pb", "--startup", files / "sr_startup.pb", "--startup",
+                    files / "epoch.startup.pb", "--data", files / "data.npz", "--batch-size", 4, "--json",
+                    "--fetch", SR_LOSS, "--fetch", PSNR)
+    assert run.returncode == 0, run.stderr
+    (epoch,) = [line["train"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    mses = 10 ** (-np.array(META["sr"]["psnrs"]) / 10)
+    np.testing.assert_allclose(epoch[PSNR], 10 * np.log10(1 / mses.mean()), rtol=1e-6)
+    assert abs(np.mean(META["sr"]["psnrs"]) - 10 * np.log10(1 / mses.mean())) > 0.05   # the mean of PSNRs
+    np.testing.assert_allclose(epoch[SR_LOSS], np.mean(META["sr"]["losses"]), rtol=1e-6)   # a loss: the mean
+
+
 def test_the_style_transfer_trains_the_image_to_paddles(files):
     """The image is the one parameter trained (--param image; the frozen feature net given by --params): 10 Adam steps
     give Paddle's losses (0.0333 ... 0.0202) to 1e-5 and Paddle's stylised image to 2e-6 (it moved 0.2 from the

@@ -3,7 +3,7 @@ evaluation), time and examples; and the Reporter the trainer tells as it goes (s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,21 +82,24 @@ class History:
     fetch: list[str]
     ratios: dict[str, tuple[str, str]] = field(default_factory=dict)   # set_metrics.per_count's: name -> parts
     last_of: set[str] = field(default_factory=set)             # running over every step (an auc op's AUC)
+    averaged: list[str] = field(default_factory=list)          # means a fetched scalar is computed from (an MSE)
+    derive: Callable[[dict], dict] | None = None               # those scalars at the averaged means (a PSNR)
     steps: list[list[float]] = field(default_factory=list)     # the fetched scalars of each step
     epochs: list[dict] = field(default_factory=list)           # {"epoch", "train": {name: mean}, "eval": {...}}
     examples: int = 0
     seconds: float = 0.0
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
-    epoch_parts: dict[str, float] = field(default_factory=dict)   # the ratios' dividends and counts, summed
+    epoch_parts: dict[str, float] = field(default_factory=dict)   # the ratios' parts summed, the means weighted
     last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
     kept_epoch: int | None = None                              # early stopping: the epoch whose parameters it kept
     told_nonfinite: bool = False                               # a step's NaN or Inf was warned of
 
     @property
     def parts(self) -> list[str]:
-        """The vars a step fetches beside ``fetch`` for the epoch's ratios."""
-        return list(dict.fromkeys(part for pair in self.ratios.values() for part in pair))
+        """The vars a step fetches beside ``fetch`` for the epoch's ratios and derived scalars."""
+        ratio_parts = [part for pair in self.ratios.values() for part in pair]
+        return list(dict.fromkeys([*ratio_parts, *(name for name in self.averaged if name not in self.fetch)]))
 
     def add_step(self, values: list[float], examples: int, parts: Sequence[float] = ()) -> str | None:
         """Count the step in (``parts``: the values of ``self.parts``); the first step whose values are not all
@@ -104,7 +107,8 @@ class History:
         diverged run's every later step would repeat it)."""
         self.steps.append(values)
         for name, value in zip(self.parts, parts):
-            self.epoch_parts[name] = self.epoch_parts.get(name, 0.0) + value
+            weight = examples if name in self.averaged else 1   # a ratio's parts are sums already
+            self.epoch_parts[name] = self.epoch_parts.get(name, 0.0) + value * weight
         self.examples += examples
         self.epoch_sums = [s + v * examples for s, v in zip(self.epoch_sums or [0.0] * len(values), values)]
         self.epoch_examples += examples
@@ -117,11 +121,15 @@ class History:
 
     def running(self) -> dict[str, float]:
         """The epoch's values so far, as an evaluation gives the set's: a ratio to a count of the data (a CER's edit
-        distances to the label lengths) as the summed dividends over the summed counts, a value running over every
-        step (an AUC) as the last step's, any other the mean over the examples."""
+        distances to the label lengths) as the summed dividends over the summed counts, a scalar computed from a mean
+        (a PSNR of the MSE) at the epoch's mean, a value running over every step (an AUC) as the last step's, any
+        other the mean over the examples."""
         count = max(self.epoch_examples, 1)
         means = {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
         parts = self.epoch_parts
+        if self.derive is not None and self.epoch_examples:
+            means.update(self.derive({name: means[name] if name in self.fetch else parts[name] / count
+                                      for name in self.averaged}))
         means.update({name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items()
                       if parts.get(bottom)})
         return {**means, **{name: self.last()[name] for name in self.last_of if name in means}}

@@ -30,7 +30,8 @@ def resume_from(trainer, directory, settings: dict) -> None:
         trainer.lbfgs.resume(lbfgs)
     if trainer.paddle_stream:
         randomness.restore(state["random"])
-    trainer.history = History.from_state(trainer.fetch, state.get("history") or {}, **set_kinds(program, trainer.fetch))
+    kinds = set_kinds(program, trainer.fetch, trainer.executor, trainer.scope)
+    trainer.history = History.from_state(trainer.fetch, state.get("history") or {}, **kinds)
     for record in trainer.history.epochs:   # ReduceOnPlateau's state is its epochs' values
         schedules_plateau.after_epoch(trainer.schedule, record, trainer.fetch)
     if trainer.early_stopping:

@@ -15,7 +15,7 @@ from ..executor import Scope
 from ..ir import Program
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..shapes import numel
-from .history import scalar
+from .history import default_fetch, scalar
 from .programs import prune
 
 RATIOS = ("Precision", "Recall", "F1-Score")
@@ -161,6 +161,10 @@ def at_set_means(executor, scope: Scope, derived: dict[str, tuple[str, Program]]
     return results
 
 
-def set_kinds(program: Program, fetch: Sequence[str]) -> dict:
-    """History's ratios and last_of for ``fetch`` of a training program: its epoch values are then the set's."""
-    return {"ratios": per_count(program, fetch), "last_of": auc_counts(program)[1] & set(fetch)}
+def set_kinds(program: Program, fetch: Sequence[str], executor, scope: Scope) -> dict:
+    """History's ratios, last_of, averaged and derive for ``fetch`` of a training program (``executor`` and ``scope``
+    recompute a derived scalar from its mean): its epoch values are then the set's."""
+    derived = from_set_means(program, fetch, default_fetch(program))
+    return {"ratios": per_count(program, fetch), "last_of": auc_counts(program)[1] & set(fetch),
+            "averaged": list(dict.fromkeys(mean for mean, _ in derived.values())),
+            "derive": (lambda means: at_set_means(executor, scope, derived, means)) if derived else None}

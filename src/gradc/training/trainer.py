@@ -83,7 +83,7 @@ class Trainer:
         schedules_plateau.check_watched(self.schedule, self.fetch)
         self.lr_var, self.lr_per_epoch = lr_var, lr_per_epoch   # per epoch: the scheduler stepped after each
         self.epoch = self.batch = self.step = 0
-        self.history = History(list(self.fetch), **set_kinds(self.program, self.fetch))
+        self.history = History(list(self.fetch), **set_kinds(self.program, self.fetch, self.executor, self.scope))
         self._eval_plans: dict[tuple, EvalPlan] = {}
         self._labels_fitted: dict[tuple, Dataset | OneBatch] = {}   # by plan: the data it was last fitted to
         self.metrics = EvalMetrics()   # fit's: what an evaluation reports beside the scalars
