@@ -34,7 +34,7 @@ def _run_both(monkeypatch, program, scope, feed, fetch):
     executor = gradc.Executor()
     direct = [executor.run(program, feed, fetch, scope) for _ in range(2)]
     plan = next(iter(executor.plans(program.global_block).values()))
-    monkeypatch.setattr("gradc.executor.executor.direct_step", lambda kernel, ctx, writes: None)
+    monkeypatch.setattr("gradc.executor.plan.direct_step", lambda kernel, ctx, writes: None)
     generic = gradc.Executor().run(program, feed, fetch, scope)
     return plan, direct, generic
 

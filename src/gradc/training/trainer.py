@@ -79,6 +79,7 @@ class Trainer:
         self.gradient_pairs = parameter_gradients(self.program) if log_grad_norms else []
         self.overflow_flag = overflow_flag(self.program) if log_grad_norms else []
         self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
+        self.step_parts: list[float] = []        # the last step's values of history.parts
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         schedules_plateau.check_watched(self.schedule, self.fetch)
         self.lr_var, self.lr_per_epoch = lr_var, lr_per_epoch   # per epoch: the scheduler stepped after each
@@ -107,7 +108,7 @@ class Trainer:
             update = (self.epoch if self.lr_per_epoch     # gradient merge: k runs an update
                       else self.step // schedules.runs_per_update(self.program, self.scope))
             schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
-        parts = self.history.parts   # of the epoch's ratios: summed, as an evaluation sums them
+        parts = self.history.parts   # what the epoch's set values are computed from (History.running)
         fetch = self.fetch + parts + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
         try:
             if self._objective is not None:
