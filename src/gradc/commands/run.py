@@ -105,8 +105,10 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run N times, random ops drawing on from one "
               "stream (as N runs after one paddle.seed: MC dropout's passes); each fetch's N values are stacked along "
               "a new first axis.")
+@click.option("--test-mode", is_flag=True, help="Dropout and batch norm in test mode (is_test on, as Paddle's "
+              "clone(for_test=True)): a forward program saved before minimize() gives its eval outputs.")
 @STRICT_PARAMS
-def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params, repeat):
+def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params, repeat, test_mode):
     """Run a program with the numpy executor.
 
     Exit codes: 0 it ran; 1 it could not (one 'gradc: error:' line on stderr; with --json, nothing on stdout);
@@ -119,6 +121,9 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
         from ..executor import randomness
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups, strict_params)
+    if test_mode:
+        from ..training.programs import set_test_mode
+        set_test_mode(prog)
     fetches, keys = _fetch_keys(prog, fetches)
     feeds = model_inputs(prog, feed_arrays(feed, prog), feed)
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
