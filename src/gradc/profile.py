@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .executor import KERNELS
+from .executor.kernels import blas_bits
 from .memory import human
 
 
@@ -82,6 +83,7 @@ def profiling():
     profile = Profile()
     originals = dict(KERNELS)
     started = not tracemalloc.is_tracing()
+    blas_bits.measure_all()   # once a process, not a cost of the first op that asks
     if started:
         tracemalloc.start()
     KERNELS.update({op_type: profile.wrap(op_type, kernel) for op_type, kernel in originals.items()})
