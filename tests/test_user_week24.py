@@ -46,13 +46,14 @@ def test_the_default_loss_passes_over_the_metrics_constants(files):
     """paddle.static.auc leaves a fill_constant of its unused ins_tag_weight ([1, 1], 1.0) that no op reads, and
     accuracy's top_k_v2 is the last op before it. Before, gradc compile without --loss stopped: "cannot pick the loss
     by itself: ... float scalars no op reads: tmp_6, fill_constant_7.tmp_0". An op that reads nothing writes a
-    constant, no loss: the loss is tmp_6, the weighted cross-entropy plus half the Huber loss, with the note."""
+    constant, no loss: the loss is tmp_6, the weighted cross-entropy plus half the Huber loss, with the note (which
+    named accuracy's top_k_v2 as the last op until week 47: now the last op before the metrics)."""
     run = gradc_cli("compile", files / "model.pb", "-o", files / "default.pb", "--optimizer", "adam", "--no-grad",
                     "norm.*")
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines()[0] == (f"gradc: note: the loss is {LOSS}, the one float scalar no op reads (the "
-                                          f"last op, top_k_v2, writes none); name another with --loss (loss= in "
-                                          f"Python)")
+                                          f"last op before the metrics (accuracy, auc), concat, writes none); name "
+                                          f"another with --loss (loss= in Python)")
 
 
 def test_hashed_ids_train_to_paddles_losses_auc_and_accuracy(files):

@@ -22,9 +22,39 @@ def _observes(op) -> bool:
     return op.type in OBSERVERS or bool(int(op.attrs.get("op_role", 0)) & LR_SCHEDULE_ROLE)
 
 
+# the ops paddle.static.accuracy appends before its accuracy op: part of the metric where only observers read them
+METRIC_INPUTS = frozenset({"top_k", "top_k_v2"})
+
+
+def _metric_ops(block: Block) -> set[int]:
+    """Indices of the observers, of the top_k ops only observers read (accuracy's own) and of constants no op
+    reads."""
+    readers: dict[str, list[int]] = {}
+    for idx, op in enumerate(block.ops):
+        for name in op.input_names():
+            readers.setdefault(name, []).append(idx)
+    metric = {idx for idx, op in enumerate(block.ops) if _observes(op)}
+    for idx, op in enumerate(block.ops):
+        read_by = [reader for name in op.output_names() for reader in readers.get(name, ())]
+        if op.type in METRIC_INPUTS and read_by and all(reader in metric for reader in read_by):
+            metric.add(idx)
+        elif not op.input_names() and not read_by:   # a constant no op reads (auc's unused ins_tag_weight)
+            metric.add(idx)
+    return metric
+
+
 def _last_op(block: Block):
-    """The last op of block 0 that is not an observer nor a schedule's (None if there is none)."""
-    return next((op for op in reversed(block.ops) if not _observes(op)), None)
+    """The last op of block 0 that is no metric's (``_metric_ops``); None if there is none."""
+    metric = _metric_ops(block)
+    return next((op for idx, op in reversed(list(enumerate(block.ops))) if idx not in metric), None)
+
+
+def _last_op_phrase(block: Block, last) -> str:
+    """'the last op, T' or, where metrics follow it, 'the last op before the metrics (accuracy), T'."""
+    after = block.ops[next(idx for idx, op in enumerate(block.ops) if op is last) + 1:]
+    metrics = sorted({op.type for op in after if op.type in OBSERVERS})
+    before = f" before the metrics ({', '.join(metrics)})" if metrics else ""
+    return f"the last op{before}, {last.type}"
 
 
 def _carrying_outputs(op) -> list[str]:
@@ -110,8 +140,9 @@ def default_loss(program: Program, notice: bool = True, notice_sole: bool = True
     if len(sinks) != 1:
         return None
     if notice and notice_sole:
-        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {last.type}, writes "
-                      f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
+        phrase = _last_op_phrase(program.global_block, last)
+        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads ({phrase}, writes none); name "
+                      f"another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
     return sinks[0]
 
 
