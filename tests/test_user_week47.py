@@ -236,3 +236,12 @@ def test_profile_peak_memory_of_a_clip_batch_is_the_estimates(files):
     estimated = float(re.search(r"\n  peak +([0-9.]+) MiB", estimate.stdout).group(1)) * 2 ** 20
     conv_grad = next(row for row in profile["op_types"] if row["type"] == "conv3d_grad")
     assert conv_grad["peak_bytes"] < estimated and profile["peak_bytes"] < 1.1 * estimated
+
+
+@pytest.mark.parametrize("command, hint", [("memory", "'gradc show --memory' (estimated) or 'gradc run --profile'"),
+                                           ("profile", "'gradc run --profile' times each op type")])
+def test_memory_and_profile_as_commands_point_to_their_options(files, command, hint):
+    """`gradc memory train.pb` (the brief's own words) said only "No such command 'memory'" (too far from any name
+    for a 'did you mean'). Now the usage error (exit 2) names the options that do it."""
+    run = gradc_cli(command, files / "c3d" / "forward.pb")
+    assert run.returncode == 2 and hint in run.stderr and run.stderr.count("\n") == 1

@@ -38,6 +38,13 @@ LAZY_COMMANDS = {
 }
 
 
+# what a user may type as a command that is an option of another (a profiler's words)
+OPTION_COMMANDS = {
+    "memory": "a step's peak memory is 'gradc show --memory' (estimated) or 'gradc run --profile' (measured)",
+    "profile": "'gradc run --profile' times each op type and measures its memory",
+}
+
+
 class LazyGroup(click.Group):
     """A click group whose commands in LAZY_COMMANDS are imported on first use."""
 
@@ -56,6 +63,8 @@ class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            if name in OPTION_COMMANDS:
+                ctx.fail(f"No such command '{name}': {OPTION_COMMANDS[name]}")
             close = closest(name, self.list_commands(ctx))
             if close:
                 ctx.fail(f"No such command '{name}'. Did you mean '{close}'?")
