@@ -26,27 +26,23 @@ def _observes(op) -> bool:
 METRIC_INPUTS = frozenset({"top_k", "top_k_v2"})
 
 
-def _metric_ops(block: Block) -> set[int]:
-    """Indices of the observers, of the top_k ops only observers read (accuracy's own) and of constants no op
-    reads."""
+def _last_op(block: Block):
+    """The last op of block 0 that is no metric's: observers, the top_k ops only they read (accuracy's own) and,
+    among them, constants no op reads (auc's unused ins_tag_weight) are passed over; None if there is none."""
     readers: dict[str, list[int]] = {}
     for idx, op in enumerate(block.ops):
         for name in op.input_names():
             readers.setdefault(name, []).append(idx)
-    metric = {idx for idx, op in enumerate(block.ops) if _observes(op)}
-    for idx, op in enumerate(block.ops):
+    metric: set[int] = set()
+    for idx in reversed(range(len(block.ops))):
+        op = block.ops[idx]
         read_by = [reader for name in op.output_names() for reader in readers.get(name, ())]
-        if op.type in METRIC_INPUTS and read_by and all(reader in metric for reader in read_by):
+        if (_observes(op) or (op.type in METRIC_INPUTS and read_by and all(r in metric for r in read_by))
+                or (metric and not op.input_names() and not read_by)):
             metric.add(idx)
-        elif not op.input_names() and not read_by:   # a constant no op reads (auc's unused ins_tag_weight)
-            metric.add(idx)
-    return metric
-
-
-def _last_op(block: Block):
-    """The last op of block 0 that is no metric's (``_metric_ops``); None if there is none."""
-    metric = _metric_ops(block)
-    return next((op for idx, op in reversed(list(enumerate(block.ops))) if idx not in metric), None)
+            continue
+        return op
+    return None
 
 
 def _last_op_phrase(block: Block, last) -> str:
