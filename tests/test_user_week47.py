@@ -139,6 +139,17 @@ def test_check_of_each_clip_model_against_central_differences(files, model):
     assert result["problems"] == [] and len(result["vars"]) == {"c3d": 8, "r2p1d": 12, "tsm": 6, "rnn": 12}[model]
 
 
+def _compiled_gradients(files, name: str):
+    """The corner's input gradients by gradc compile --wrt and run."""
+    inputs = CORNERS[name].split()
+    wrt = [arg for var in inputs for arg in ("--wrt", var)]
+    assert gradc_cli("compile", files / f"corner_{name}.pb", "-o", files / f"c_{name}.pb", *wrt).returncode == 0
+    run = gradc_cli("run", files / f"c_{name}.pb", "--feed", files / f"feed_{name}.npz", "-o", files / f"c_{name}.npz",
+                    *[arg for var in inputs for arg in ("--fetch", f"{var}@GRAD={var}")])
+    assert run.returncode == 0, run.stderr
+    return np.load(files / f"c_{name}.npz")
+
+
 @pytest.mark.parametrize("name", sorted(CORNERS))
 def test_3d_corner_gradients_are_paddles_and_central_differences(files, name):
     """conv3d with groups and dilation (NCDHW, NDHWC), pool3d ceil_mode with padding (the edge windows; max, avg
@@ -147,15 +158,11 @@ def test_3d_corner_gradients_are_paddles_and_central_differences(files, name):
     gradients are Paddle's to 7.1e-15, but the average pools' (next test), and check agrees with central
     differences at every element (to 1.9e-8)."""
     inputs = CORNERS[name].split()
-    wrt = [arg for var in inputs for arg in ("--wrt", var)]
-    assert gradc_cli("compile", files / f"corner_{name}.pb", "-o", files / f"c_{name}.pb", *wrt).returncode == 0
-    run = gradc_cli("run", files / f"c_{name}.pb", "--feed", files / f"feed_{name}.npz", "-o", files / f"c_{name}.npz",
-                    *[arg for var in inputs for arg in ("--fetch", f"{var}@GRAD={var}")])
-    assert run.returncode == 0, run.stderr
-    ours, paddle = np.load(files / f"c_{name}.npz"), np.load(files / "corners.npz")
+    ours, paddle = _compiled_gradients(files, name), np.load(files / "corners.npz")
     for var in inputs:
         np.testing.assert_allclose(ours[var], paddle[f"{name}_{var}@GRAD"], rtol=0,
                                    atol=3e-8 if name in PADDLE_ROUNDED else 1e-14, err_msg=var)
+    wrt = [arg for var in inputs for arg in ("--wrt", var)]
     run = gradc_cli("check", files / f"corner_{name}.pb", "--feed", files / f"feed_{name}.npz", *wrt,
                     "--max-elements", 1000, "--json")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -168,7 +175,7 @@ def test_paddles_average_pool3d_gradients_carry_float32_rounding(files, name):
     """Paddle 3.3.1's float64 avg_pool3d / adaptive_avg_pool3d gradients are off by up to 2.2e-8 (float32 rounding
     of the divisor: its fault, as week 34 found for exclusive=False); gradc's are central differences' to 6.5e-10
     (the test above checks every element)."""
-    paddle, ours = np.load(files / "corners.npz"), np.load(files / f"c_{name}.npz")
+    paddle, ours = np.load(files / "corners.npz"), _compiled_gradients(files, name)
     assert 1e-9 < np.abs(ours["x"] - paddle[f"{name}_x@GRAD"]).max() < 3e-8
 
 
@@ -182,7 +189,7 @@ def test_paddles_own_corner_gradient_programs_run_in_gradc(files, name):
     run = gradc_cli("run", files / f"corner_{name}_paddle.pb", "--feed", files / f"feed_{name}.npz", "-o",
                     files / f"p_{name}.npz", *[arg for var in inputs for arg in ("--fetch", f"{var}@GRAD={var}")])
     assert run.returncode == 0, run.stderr
-    ran, compiled = np.load(files / f"p_{name}.npz"), np.load(files / f"c_{name}.npz")
+    ran, compiled = np.load(files / f"p_{name}.npz"), _compiled_gradients(files, name)
     for var in inputs:
         np.testing.assert_allclose(ran[var], compiled[var], rtol=0, atol=1e-14, err_msg=var)
 
