@@ -7,7 +7,7 @@ import warnings
 
 from .. import registry
 from ..errors import GradcNotice, GradcWarning, GradError
-from ..ir import FLOAT_DTYPES, Block, Program
+from ..ir import FLOAT_DTYPES, GRAD_SUFFIX, Block, Program
 from ..shapes import numel
 from .stale_shapes import corrected_to_one_value
 
@@ -88,7 +88,8 @@ def _one_value(block: Block, var) -> bool:
 
 def unread_scalars(program: Program) -> list[str]:
     """Float vars with a single element that an op of block 0 writes and none reads: where a loss usually is
-    when the program goes on after it (a softmax for inference written last)."""
+    when the program goes on after it (a softmax for inference written last). Gradients are left out: a forward
+    program holding paddle.static.gradients (GradNorm's norms) leaves the gradients of a [1] bias unread."""
     block = program.global_block
     read = {name for op in block.ops if op.type not in OBSERVERS for name in op.input_names()}
     names = []
@@ -97,7 +98,7 @@ def unread_scalars(program: Program) -> list[str]:
         for name in _carrying_outputs(op):
             var = block.find_var(name)
             if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
-                    and var.shape is not None and numel(var.shape) == 1):
+                    and var.shape is not None and numel(var.shape) == 1 and GRAD_SUFFIX not in name):
                 names.append(name)
     return names
 
