@@ -85,7 +85,8 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     n_forward = max(idx for _, idx, _ in resolved) + 1
     path, last_writer = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names,
                                        seeds=seeds, inputs=frozenset(inputs))
-    roles.set_roles(loss_ops, roles.LOSS)
+    if what == "loss":   # as Paddle's: gradients() of a task's loss (PCGrad, GradNorm) leaves its op a forward op
+        roles.set_roles(loss_ops, roles.LOSS)
     roles.set_roles(seeds, roles.LOSS | roles.BACKWARD)
     pairs = [(p, names[p]) for p in params if p in path.wants_grad]
     roles.tag_param_grads(last_writer, pairs)
