@@ -75,12 +75,19 @@ def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, 
 
 
 def _unguarded(writers: dict, count: str) -> str:
-    """The count without F.cross_entropy's guard against an all-ignored batch (count + (count == 0)), which would
-    add 1 to the set's count for each such batch."""
+    """The count without a guard against a batch with nothing to count, which would add to the set's count for each
+    such batch: F.cross_entropy's count + (count == 0), a masked task loss's maximum(count, 1) or clip(count, min=1)
+    (a multi-task batch without one task's labels)."""
     op = writers.get(count)
-    if op is None or op.type != "elementwise_add":
+    if (op is not None and op.type == "clip" and not op.input("Min") and not op.input("Max")
+            and op.attrs.get("min", 0) > 0 and op.attrs.get("max", 0) >= 1e30):
+        return op.input("X")[0]
+    if op is None or op.type not in ("elementwise_add", "elementwise_max"):
         return count
     (left,), (right,) = op.input("X"), op.input("Y")
+    if op.type == "elementwise_max":
+        constant = [name for name in (left, right) if writers.get(name) is not None and not writers[name].input_names()]
+        return (right if constant == [left] else left) if len(constant) == 1 else count
     cast = writers.get(right)
     test = writers.get(cast.input("X")[0]) if cast is not None and cast.type == "cast" else None
     return left if test is not None and test.type == "equal" and test.input("X") == [left] else count
