@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 
@@ -121,7 +122,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
-        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}"
+        undefined = [c.var for c in checks if c.mismatch is not None and not math.isfinite(c.mismatch.numeric)]
+        said = (f"; central differences of {', '.join(undefined)} are not finite: the loss is not finite at these "
+                f"values (a mean over no elements, a log of 0), where no derivative is defined" if undefined else "")
+        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{said}"
                          f"{mismatch_reasons(prog.global_block, bad, losses)}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     unchecked = [c.var for c in checks if compared_nothing(c)]
