@@ -225,3 +225,24 @@ def test_pir_export_of_the_mmoe_runs_to_paddles_predictor(files):
     ours, paddle = np.load(files / "mmoe_pir_out.npz"), np.load(files / "predictor_pir.npz")
     np.testing.assert_allclose(ours["fetch_name_0"], paddle["cls_logits"], rtol=0, atol=3e-7)
     np.testing.assert_allclose(ours["fetch_name_1"], paddle["reg_out"], rtol=0, atol=3e-7)
+
+
+@pytest.mark.parametrize("program", ["forward.pb", "train.pb"])
+def test_check_and_compile_of_a_gradnorm_task_loss(files, program):
+    """Fault: check --loss (and compile --loss) of a GradNorm task's loss, written before the gradients of its
+    weighted copy that the forward goes on from, was refused: "'forward.pb' is already a training program ... check
+    the forward program it was compiled from", of the forward program itself and of Paddle's training program's
+    forward part. Now a program that goes on after its backward ops and seeds none from the loss differentiates it:
+    each task agrees with central differences; a compiled training program is refused as before."""
+    folder = files / "gradnorm"
+    for task in TASKS:
+        run = gradc_cli("check", folder / program, "--params", folder / "trained.npz", "--feed", files / "first.npz",
+                        "--loss", META["gradnorm"][task], "--json")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert json.loads(run.stdout)["problems"] == [] and json.loads(run.stdout)["vars"]
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", files / "gradnorm_task.pb", "--loss",
+                         META["gradnorm"]["reg_loss"])
+    assert compiled.returncode == 0, compiled.stderr
+    again = gradc_cli("compile", files / "gradnorm_task.pb", "-o", files / "gradnorm_twice.pb", "--loss",
+                      META["gradnorm"]["reg_loss"])
+    assert again.returncode == 1 and "already has backward ops" in again.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..backward import append_backward, default_loss
-from ..ir import EMPTY_VAR, Program, roles
+from ..ir import EMPTY_VAR, GRAD_SUFFIX, Program, roles
 from .base import Pass, register_pass
 
 
@@ -13,7 +13,8 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     """Why a program that has backward ops cannot be differentiated for ``losses`` (one name, several, or None:
     the one gradc picks; None: it can): only a loss written after its last backward op (a gradient penalty, a
     Hessian-vector product) is differentiated again; a loss with backward ops after it has been differentiated
-    already, and would be compiled twice."""
+    already, and would be compiled twice, unless the program goes on after them and none starts from it (GradNorm's
+    task losses, each before the gradients of its weighted copy)."""
     ops = program.global_block.ops
     last = max((idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD)), default=None)
     if last is None:
@@ -21,9 +22,28 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     names = [losses] if losses is None or isinstance(losses, str) else list(losses) or [None]
     names = [name or default_loss(program, notice=False) for name in names]
     writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
-    if min(writers) > last and not any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
+    if any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
+        return _REFUSAL
+    if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not _seeded(ops, last, names)):
         return None
-    return ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
+    return _REFUSAL
+
+
+def _goes_on_after(ops, last: int) -> bool:
+    """Forward ops follow the last backward op: the backward is inner (GradNorm's gradient norms, a gradient
+    penalty), part of a forward program, whose losses written before it may be differentiated too."""
+    return any(not roles.has_role(op, roles.BACKWARD) for op in ops[last + 1:])
+
+
+def _seeded(ops, last: int, names: list) -> bool:
+    """A backward already starts from one of ``names``: an op of the backward writes its gradient from no other
+    gradient (the ones it is seeded with)."""
+    seeds = {name + GRAD_SUFFIX for name in names}
+    return any(roles.has_role(op, roles.BACKWARD) and seeds & set(op.output_names())
+               and not any(GRAD_SUFFIX in arg for arg in op.input_names()) for op in ops[:last + 1])
+
+
+_REFUSAL = ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
             "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
             "(--loss)")
 
