@@ -246,3 +246,16 @@ def test_check_and_compile_of_a_gradnorm_task_loss(files, program):
     again = gradc_cli("compile", files / "gradnorm_task.pb", "-o", files / "gradnorm_twice.pb", "--loss",
                       META["gradnorm"]["reg_loss"])
     assert again.returncode == 1 and "already has backward ops" in again.stderr
+
+
+def test_info_calls_gradnorms_program_a_forward_program(files):
+    """Fault: info said GradNorm's forward program (paddle.static.gradients inside, its loss computed from them) was
+    a "program with a backward (99 backward ops, no optimizer)", as of a compiled program; now a forward program with
+    gradients inside, which compile differentiates (a compiled one keeps its kind)."""
+    info = gradc_cli("info", files / "gradnorm" / "forward.pb")
+    assert ("kind: forward program with gradients inside (99 backward ops, paddle.static.gradients', that its loss is "
+            "computed from): gradc compile appends its backward\n") in info.stdout
+    compiled = gradc_cli("compile", files / "empty_mean.pb", "-o", files / "empty_mean_bw.pb", "--wrt", "x")
+    assert compiled.returncode == 0, compiled.stderr
+    assert "kind: program with a backward (3 backward ops, no optimizer)\n" in gradc_cli(
+        "info", files / "empty_mean_bw.pb").stdout

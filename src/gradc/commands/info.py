@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from functools import partial
 
 import click
 
@@ -56,6 +57,7 @@ def info(program, as_json, params):
 def summary(program: str, prog: Program | None = None) -> dict:
     """What `gradc info` says about the program file (``prog``: its program, if loaded already), as plain data
     (--json prints it)."""
+    from ..passes.backward import refuses_again   # the compiler's rule, for the kind line
     if program == STDIO:   # read once: a pipe gives its bytes one time
         head = sys.stdin.buffer.read()
         prog = parse_program(head, detect_format(program, head), "<stdin>")
@@ -75,10 +77,11 @@ def summary(program: str, prog: Program | None = None) -> dict:
     optimized = {name for op, kind in zip(ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     optimizer = optimizer_facts(ops, kinds, written)
+    inner = loss is not None and refuses_again(prog, loss) is None   # its loss computed from gradients inside
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
-            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
-            if optimizer else without_updates(Counter(kinds), _kind, loss is not None),
+            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops), inner)
+            if optimizer else without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None),
             "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
@@ -205,11 +208,14 @@ def _equal_draws(block: Block) -> list[dict]:
     return [group for group in groups.values() if len(group["vars"]) > 1]
 
 
-def _kind(kinds: Counter, has_loss: bool, merged: bool = False) -> str:
+def _kind(kinds: Counter, has_loss: bool, merged: bool = False, inner: bool = False) -> str:
     if kinds[OPTIMIZER]:
         # Paddle's gradient merge: the updates run in a conditional block, once every k_steps runs
         where = ", in a conditional block: an update every k_steps runs" if merged else ""
         return f"training program ({kinds[BACKWARD]} backward, {kinds[OPTIMIZER]} optimizer ops{where})"
+    if kinds[BACKWARD] and inner:   # the loss is computed from the gradients: GradNorm's norms, a gradient penalty
+        return (f"forward program with gradients inside ({kinds[BACKWARD]} backward ops, paddle.static.gradients', "
+                f"that its loss is computed from): gradc compile appends its backward")
     if kinds[BACKWARD]:
         return f"program with a backward ({kinds[BACKWARD]} backward ops, no optimizer)"
     if kinds[FEED_FETCH] and has_loss:   # a Paddle 3 program saved with its loss as the fetch target
