@@ -57,7 +57,7 @@ def info(program, as_json, params):
 def summary(program: str, prog: Program | None = None) -> dict:
     """What `gradc info` says about the program file (``prog``: its program, if loaded already), as plain data
     (--json prints it)."""
-    from ..passes.backward import refuses_again   # the compiler's rule, for the kind line
+    from ..passes.backward import refuses_again  # the compiler's rule, for the kind line
     if program == STDIO:   # read once: a pipe gives its bytes one time
         head = sys.stdin.buffer.read()
         prog = parse_program(head, detect_format(program, head), "<stdin>")
