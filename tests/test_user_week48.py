@@ -13,11 +13,13 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
+from gradc import optimizers
 from gradc.training.history import default_fetch
 
 WEEK = DATA / "user_week48"
 META = json.loads((WEEK / "meta.json").read_text())
 MODELS = ("fixed", "uncertainty", "gradnorm", "mmoe")
+FOLDERS = (*MODELS, "gradnorm2")
 TRUNK = ["linear_0.w_0", "linear_0.b_0", "linear_1.w_0", "linear_1.b_0"]
 TASKS = ("cls_loss", "reg_loss", "ml_loss")
 
@@ -25,7 +27,7 @@ TASKS = ("cls_loss", "reg_loss", "ml_loss")
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; feeds of the first batch and of step 3's (no regression label)."""
-    out = unpacked(WEEK, tmp_path_factory.mktemp("week48"), MODELS)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week48"), FOLDERS)
     data = np.load(out / "data.npz")
     np.savez(out / "first.npz", **{name: data[name][:8] for name in data.files})
     np.savez(out / "step3.npz", **{name: data[name][24:32] for name in data.files})
@@ -259,3 +261,60 @@ def test_info_calls_gradnorms_program_a_forward_program(files):
     assert compiled.returncode == 0, compiled.stderr
     assert "kind: program with a backward (3 backward ops, no optimizer)\n" in gradc_cli(
         "info", files / "empty_mean_bw.pb").stdout
+
+
+def _first_step_gradient(prog, startups, files, name):
+    scope, executor = gradc.Scope(), gradc.Executor()
+    for startup in startups:
+        executor.run(startup, scope=scope)
+    gradc.load_params(scope, files / "gradnorm2" / "init.npz", prog)
+    feed = {key: value[:8] for key, value in np.load(files / "data.npz").items()}
+    return executor.run(prog, feed=feed, fetch_list=[name], scope=scope)[0]
+
+
+def test_gradnorm_with_two_optimizers_paddles_program_and_gradcs(files):
+    """GradNorm as its paper trains it, two minimize() calls (Adam of the weighted sum over the network, Adam of the
+    GradNorm term over the task weights). Paddle's program trains in gradc to its 12 losses (2.1e-7) and weights
+    (6e-8). gradc's two minimize() give the task weights' gradient of the GradNorm term at the step's point (that of
+    gradients() on the forward, which check agrees with): Paddle's second backward reads the network's weights the
+    first Adam has just updated in place ([-0.2859, 1.4941, -0.0533] for [-0.2802, 1.4768, -0.0542]), so the two
+    trainings part (4e-5) from step 2 on, rightly (no fault of gradc)."""
+    folder, meta = files / "gradnorm2", META["gradnorm2"]
+    paddle = gradc.load(folder / "train.pb")
+    trainer = gradc.Trainer(paddle, [folder / "startup.pb"], fetch=[meta["weighted_loss"], meta["gradnorm_loss"]])
+    gradc.load_params(trainer.scope, folder / "init.npz", paddle)
+    np.testing.assert_allclose(trainer.fit(files / "data.npz", epochs=1, batch_size=8).steps, meta["losses"],
+                               rtol=1e-6)
+    trained = np.load(folder / "trained.npz")
+    for name in trained.files:
+        np.testing.assert_allclose(trainer.scope[name], trained[name], rtol=0, atol=3e-7, err_msg=name)
+    prog = gradc.load(folder / "forward.pb")
+    network = [name for name, var in prog.global_block.vars.items() if var.is_parameter and name != "task_weights"]
+    startups = [optimizers.Adam(learning_rate=0.01).minimize(prog, meta["weighted_loss"], parameter_list=network),
+                optimizers.Adam(learning_rate=0.025).minimize(prog, meta["gradnorm_loss"],
+                                                              parameter_list=["task_weights"])]
+    update = next(op for op in prog.global_block.ops if op.type == "adam" and op.input("Param") == ["task_weights"])
+    ours = _first_step_gradient(prog, startups, files, update.input("Grad")[0])
+    clean = gradc.load(folder / "forward.pb")
+    (grad,) = gradc.gradients(clean, meta["gradnorm_loss"], ["task_weights"])
+    np.testing.assert_allclose(ours, _first_step_gradient(clean, [], files, grad), rtol=0, atol=1e-7)
+    update = next(op for op in paddle.global_block.ops if op.type == "adam" and op.input("Param") == ["task_weights"])
+    stale = _first_step_gradient(paddle, [gradc.load(folder / "startup.pb")], files, update.input("Grad")[0])
+    assert np.abs(stale - ours).max() > 1e-2
+    run = gradc_cli("check", folder / "forward.pb", "--params", folder / "init.npz", "--feed", files / "first.npz",
+                    "--loss", meta["gradnorm_loss"], "--json")
+    assert run.returncode == 0 and json.loads(run.stdout)["problems"] == [], run.stdout + run.stderr
+
+
+def test_info_of_two_minimize_calls_says_each_loss_has_its_backward(files):
+    """Fault: info of Paddle's two-optimizer GradNorm program said "op_role marks the losses reduce_sum_10.tmp_0,
+    reduce_sum_11.tmp_0; the backward differentiates their sum": each has its own backward and parameters. Several
+    --loss of one compile keep "their sum"."""
+    info = gradc_cli("info", files / "gradnorm2" / "train.pb")
+    names = f"{META['gradnorm2']['gradnorm_loss']}, {META['gradnorm2']['weighted_loss']}"
+    assert (f"op_role marks the losses {names}; each starts its own backward (a minimize() each, over its own "
+            "parameters)") in info.stdout
+    compiled = gradc_cli("compile", files / "fixed" / "forward.pb", "-o", files / "tasks_sum.pb", "--loss",
+                         META["fixed"]["cls_loss"], "--loss", META["fixed"]["reg_loss"])
+    assert compiled.returncode == 0, compiled.stderr
+    assert "the backward differentiates their sum" in gradc_cli("info", files / "tasks_sum.pb").stdout

@@ -9,6 +9,8 @@ divided by max(sum(mask), 1) (step 3's batch has no regression labels: an empty 
 - gradnorm: task weights a [3] parameter; the gradient norm of each weighted task loss w.r.t. the trunk's last weight
   by paddle.static.gradients inside the forward program; loss = sum w_i L_i + 0.1 sum |G_i - mean(G)|: minimize
   differentiates through the gradients (double backward).
+- gradnorm2: the same, trained as the paper does: Adam(0.01) of sum w_i L_i over the network, Adam(0.025) of the
+  GradNorm term over the task weights alone (two minimize() calls, parameters= each); both losses per step.
 - mmoe: three expert MLPs on x, a softmax gate per task (Linear over x), each task's tower on its gated mixture; the
   classification and regression tasks.
   All: Adam(0.01), 6 steps of 8 samples; forward.pb (main.clone() before minimize), train.pb (Paddle's own),
@@ -110,8 +112,9 @@ def hard_sharing(variant: str):
         target = paddle.mean(norms)
         target.stop_gradient = True
         gradnorm = paddle.sum(paddle.abs(norms - target))
-        loss = paddle.sum(weighted) + 0.1 * gradnorm
-        names["grad_norms"] = norms.name
+        weighted_sum = paddle.sum(weighted)
+        loss = weighted_sum + 0.1 * gradnorm
+        names.update(grad_norms=norms.name, weighted_loss=weighted_sum.name, gradnorm_loss=gradnorm.name)
     return loss, names, [first.weight, first.bias, last.weight, last.bias]
 
 
@@ -157,6 +160,38 @@ def train_model(out: Path, name: str, exe, batches: dict) -> dict:
     if name == "fixed":
         pcgrad(out, forward, names, [p.name for p in trunk], folder / "init.npz", first, exe)
     return {**names, "loss": loss.name, "losses": losses}
+
+
+def gradnorm_two_optimizers(out: Path, exe, batches: dict) -> dict:
+    """GradNorm as its paper trains it: Adam(0.01) of the weighted sum over the network's parameters, and a second
+    Adam(0.025) of the GradNorm loss over the task weights alone, two minimize() calls in one program."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        _, names, _ = hard_sharing("gradnorm")
+        forward = main.clone()
+        block = main.global_block()
+        weights = block.var("task_weights")
+        network = [p for p in main.all_parameters() if p.name != "task_weights"]
+        weighted, gradnorm = block.var(names["weighted_loss"]), block.var(names["gradnorm_loss"])
+        first = paddle.optimizer.Adam(0.01, parameters=network)
+        first.minimize(weighted)
+        second = paddle.optimizer.Adam(0.025, parameters=[weights])
+        second.minimize(gradnorm)
+    folder = out / "gradnorm2"
+    folder.mkdir(parents=True, exist_ok=True)
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = []
+        for step in range(STEPS):
+            feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in batches.items()}
+            values = exe.run(main, feed=feed, fetch_list=[weighted, gradnorm])
+            losses.append([float(v) for v in values])
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
+    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
+        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    return {**names, "losses": losses}
 
 
 def projected(grads: list) -> np.ndarray:
@@ -227,10 +262,12 @@ def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
     paddle.enable_static()
+    paddle.seed(48)   # the initializers draw from the global generator, each its own values (no program seed)
     exe = paddle.static.Executor(paddle.CPUPlace())
     batches = data()
     np.savez_compressed(out / "data.npz", **batches)
     meta = {name: train_model(out, name, exe, batches) for name in ("fixed", "uncertainty", "gradnorm", "mmoe")}
+    meta["gradnorm2"] = gradnorm_two_optimizers(out, exe, batches)
     empty_mean(out, exe)
     fused_gradnorm(out)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

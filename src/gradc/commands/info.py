@@ -253,7 +253,11 @@ def _loss(program: Program) -> tuple[str | None, str]:
     block = program.global_block
     marked = [name for names in marked_losses(block).values() for name in names]
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
-        return marked[0], f"op_role marks the losses {', '.join(marked)}; the backward differentiates their sum"
+        seeds = [idx for idx, op in enumerate(block.ops) if set(op.output_names()) & {f"{n}@GRAD" for n in marked}
+                 and not op.input_names()]   # each loss's ones, written together by one backward
+        how = ("the backward differentiates their sum" if seeds and seeds[-1] - seeds[0] == len(seeds) - 1 else
+               "each starts its own backward (a minimize() each, over its own parameters)")
+        return marked[0], f"op_role marks the losses {', '.join(marked)}; {how}"
     if marked:
         return _unscaled(block, marked[0], "which op_role marks the loss and the backward starts from",
                          "its op's op_role marks it the loss")
