@@ -80,7 +80,7 @@ def summary(program: str, prog: Program | None = None) -> dict:
     inner = loss is not None and refuses_again(prog, loss) is None   # its loss computed from gradients inside
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
-            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops), inner)
+            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
             if optimizer else without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None),
             "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
