@@ -12,6 +12,9 @@
   dense query features, a Linear) and a document tower (an MLP), both normalized as F.normalize's legacy branch
   writes it (its call fails in 3.3.1); cosine logits / 0.1 against in-batch documents and against 2 sampled
   negatives a query paddle.gather'ed from the batch by random ids; cross entropy; Adam(0.01, lazy_mode=True).
+- clipped / decayed / adagrad: the two-tower model under Adam(lazy_mode) with ClipGradByGlobalNorm(1.0), under
+  Adam(lazy_mode) with L2Decay(0.01), and under Adagrad(0.05): sparse embedding gradients through clipping, weight
+  decay and another optimizer.
 - corners.npz / corner_<name>.pb: float64 sum(w * f(x)) programs and Paddle's gradients (paddle.static.gradients):
   margin_ranking_loss and RankNet with tied scores, a masked softmax over -inf entries, normalize near a zero vector,
   a LambdaRank weight from argsort of tied scores.
@@ -166,8 +169,13 @@ def data(name: str) -> dict:
 
 OPTIMIZERS = {"pointwise": lambda: paddle.optimizer.Adam(0.01), "pairwise": lambda: paddle.optimizer.Adagrad(0.05),
               "listwise": lambda: paddle.optimizer.Adam(0.01),
-              "twotower": lambda: paddle.optimizer.Adam(0.01, lazy_mode=True)}
-MODELS = {"pointwise": pointwise, "pairwise": pairwise, "listwise": listwise, "twotower": twotower}
+              "twotower": lambda: paddle.optimizer.Adam(0.01, lazy_mode=True),
+              "clipped": lambda: paddle.optimizer.Adam(0.01, lazy_mode=True, grad_clip=nn.ClipGradByGlobalNorm(1.0)),
+              "decayed": lambda: paddle.optimizer.Adam(0.01, lazy_mode=True, weight_decay=paddle.regularizer.L2Decay(
+                  0.01)),
+              "adagrad": lambda: paddle.optimizer.Adagrad(0.05)}
+MODELS = {"pointwise": pointwise, "pairwise": pairwise, "listwise": listwise, "twotower": twotower,
+          "clipped": twotower, "decayed": twotower, "adagrad": twotower}
 
 
 def train_model(out: Path, name: str, exe) -> dict:
@@ -180,7 +188,7 @@ def train_model(out: Path, name: str, exe) -> dict:
         optimizer.minimize(loss)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    batches = data(name)
+    batches = data(name) if MODELS[name] is not twotower else data("twotower")
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
