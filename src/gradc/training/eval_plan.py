@@ -31,6 +31,8 @@ class EvalPlan:
     mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
     recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
     recall_at: list[int] = field(default_factory=list)
+    ranking: tuple[str, ...] | None = None   # scores, relevance (and query ids): NDCG@k, MRR over the whole set
+    ranking_at: list[int] = field(default_factory=list)
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
@@ -69,6 +71,8 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
             evaluation.ignore_index = ignore_index
         _check_scored_labels(program, evaluation, labels, data)
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
+    elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries
+        evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.ranking[1], data.source)
     elif mask is not None:
         raise GradcError(f"{data.source}: --mask {mask}: no class scores are scored against labels, so no labels to "
                          f"leave out")

@@ -3,8 +3,9 @@ weighted by its size; a mean over the labels counted, the set's sum over their c
 program's scores and the data's labels allow it, and the mean of any other fetched scalar (an auc op's AUC over
 every batch: the set's, counted from zero; a chunk_eval op's precision, recall and F1 from its chunk counts summed
 over every batch; a PSNR of a batch's MSE: from the set's MSE), and, asked, the set's mIoU or a two-tower model's
-recall@k (retrieval.py). The forward part runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the
-trainer's evaluation after each epoch (``--eval``) are this, so their numbers agree.
+recall@k (retrieval.py), or a ranker's NDCG@k and MRR (ranking.py). The forward part runs in test mode; ``gradc
+evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
+agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
@@ -34,16 +35,19 @@ from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels
 from .history import default_fetch, scalar
 from .labels import classifiers
 from .programs import forward_part, prune
+from .ranking import RankingTally, check_ranking, parse_ranking
 from .retrieval import RecallTally, check_towers, parse_pair
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, losses: Sequence[str] = (),
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
-         recall: tuple[str, str] | None = None, test_mode: bool = True) -> EvalPlan:
+         recall: tuple[str, str] | None = None, test_mode: bool = True,
+         ranking: tuple[str, ...] | None = None) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
-    scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; in test mode unless
+    scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
+    relevance[, query ids]) NDCG@k and MRR; in test mode unless
     ``test_mode`` is False (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
@@ -59,7 +63,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars])
-    if miou or topk and not recall:   # --topk's k are recall@k's with --recall
+    if miou or topk and not recall and not ranking:   # --topk's k are recall@k's or NDCG@k's there
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
         if miou and not result.scores:
@@ -70,7 +74,10 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if recall:
         check_towers(forward, recall)
         result.recall, result.recall_at = recall, sorted(set(topk or [1]))
-    needed = result.scalars + list(recall or ()) + ([result.scores] if result.scores else [])
+    if ranking:
+        check_ranking(forward, names, ranking)
+        result.ranking, result.ranking_at = ranking, sorted(set(topk or [1]))
+    needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []), *(ranking or ())[:1]]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
@@ -157,7 +164,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
-             test_mode: bool = True) -> dict:
+             test_mode: bool = True, ranking: str | tuple[str, ...] | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -165,9 +172,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
     scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
     from the confusion matrix of the whole set. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
-    instead of the accuracy. Labels equal to ``ignore_index`` (default: the loss op's), and those
-    the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is checked before the
-    first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
+    instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" for each k, "mrr" and "query_auc"
+    (ranking.py), ``mask`` marking a listwise ranker's real entries. Labels equal to ``ignore_index`` (default: the
+    loss op's), and those the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is
+    checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
     startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout dropping and batch
     norm normalising by the batch, as the program trains."""
     from ..io import load
@@ -188,7 +196,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
     try:
         evaluation = plan(program, names, fetch, losses, label, topk, miou,
-                          parse_pair(recall) if isinstance(recall, str) else recall, test_mode)
+                          parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
+                          parse_ranking(ranking) if isinstance(ranking, str) else ranking)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
@@ -232,8 +241,10 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     parts = dict.fromkeys(part for pair in counted.values() for part in pair if part not in averaged)
     averaged += list(parts)   # summed as the other scalars, for the set's ratios
     towers = list(evaluation.recall or ())
-    fetches = averaged + list(chunks) + towers + ([evaluation.scores] if evaluation.scores else [])
+    ranked = list(evaluation.ranking or ())[:1]
+    fetches = averaged + list(chunks) + towers + ranked + ([evaluation.scores] if evaluation.scores else [])
     retrieval = RecallTally(evaluation.recall_at)
+    ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
     totals, tally, count = dict.fromkeys(averaged, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
@@ -251,6 +262,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             if towers:
                 at = len(averaged) + len(chunks)
                 retrieval.add(values[at], values[at + 1])
+            if ranked:
+                ranking.add(values[len(averaged) + len(chunks) + len(towers)], batch, data.source)
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
@@ -260,7 +273,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {})}
+    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
+            **(ranking.results() if ranked else {})}
 
 
 def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,98 @@
+"""NDCG@k, MRR and a query's AUC of a ranker over the whole set (``gradc evaluate --ranking``): the program's scores
+against the data's graded relevance, a query at a time. Two layouts: scores [N, L], a row a query's list (a listwise
+model's, its padded entries left out by the mask); or scores [N] / [N, 1], a document an example, grouped by the data's
+array of query ids (a pointwise or pairwise model's). A query's documents are ranked by score, highest first, ties in
+their order in the data; NDCG's gain is 2^relevance - 1 and its discount 1 / log2(rank + 1). Each metric is the mean
+over the queries it is defined for: NDCG and MRR over those with a relevant document (relevance > 0), the AUC (the
+share of relevant-irrelevant pairs scored in order, a tie counting half) over those with both."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import GradcError
+from ..ir import Program
+from .accuracy import counted_positions
+
+
+def parse_ranking(value: str) -> tuple[str, ...]:
+    """``SCORES,RELEVANCE[,QUERY]``: the program's scores, the data's relevance and (scores a document an example) its
+    query ids."""
+    names = tuple(name.strip() for name in value.split(","))
+    if len(names) not in (2, 3) or not all(names):
+        raise GradcError(f"--ranking {value!r}: give SCORES,RELEVANCE (scores [N, L], a query a row) or "
+                         f"SCORES,RELEVANCE,QUERY (scores [N], the data's query id of each example)")
+    return names
+
+
+def check_ranking(program: Program, names: Sequence[str], ranking: tuple[str, ...]) -> None:
+    """The scores computed by the forward part, of a layout the ranking's arity fits; relevance and query ids in the
+    data."""
+    block = program.global_block
+    scores, var = ranking[0], block.find_var(ranking[0])
+    if var is None or scores not in {name for op in block.ops for name in op.output_names()}:
+        raise GradcError(f"evaluation: --ranking: '{scores}' is not computed by the forward part of the program")
+    for name in ranking[1:]:
+        if name not in names:
+            raise GradcError(f"evaluation: --ranking: the data has no array '{name}' (it holds {', '.join(names)})")
+    shape = list(var.shape or [])
+    listwise = len(shape) == 2 and shape[1] != 1
+    if listwise == (len(ranking) == 3):
+        raise GradcError(f"evaluation: --ranking: '{scores}' {shape} is " + (
+            "a list a row: give SCORES,RELEVANCE without query ids" if listwise else
+            "a score an example: give the data's query ids too, SCORES,RELEVANCE,QUERY"))
+
+
+class RankingTally:
+    """Every batch's scores, relevance and query ids (or masks), ranked a query at a time at the end."""
+
+    def __init__(self, ranking: tuple[str, ...], topk: Sequence[int], mask: str | None):
+        self.ranking, self.topk, self.mask = ranking, sorted(set(topk or [1])), mask
+        self.lists: list[tuple[np.ndarray, np.ndarray]] = []
+        self.rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, scores, batch: Mapping, source: str) -> None:
+        scores, relevance = np.asarray(scores, np.float64), np.asarray(batch[self.ranking[1]], np.float64)
+        if len(self.ranking) == 3:
+            ids = np.asarray(batch[self.ranking[2]]).reshape(-1)
+            if not scores.size == relevance.size == ids.size:
+                raise GradcError(f"{source}: --ranking: a batch gave {scores.size} scores, {relevance.size} relevance "
+                                 f"values and {ids.size} query ids: one each a document")
+            self.rows.append((scores.reshape(-1), relevance.reshape(-1), ids))
+            return
+        if scores.shape != relevance.shape:
+            raise GradcError(f"{source}: --ranking: the scores {list(scores.shape)} and the relevance "
+                             f"'{self.ranking[1]}' {list(relevance.shape)} differ in shape")
+        kept = counted_positions(np.asarray(batch[self.mask]), relevance.shape) if self.mask else None
+        kept = np.ones(relevance.shape, bool) if kept is None else kept
+        self.lists += [(row[keep], rel[keep]) for row, rel, keep in zip(scores, relevance, kept)]
+
+    def queries(self):
+        yield from self.lists
+        if self.rows:
+            scores, relevance, ids = (np.concatenate(part) for part in zip(*self.rows))
+            for query in dict.fromkeys(ids.tolist()):
+                yield scores[ids == query], relevance[ids == query]
+
+    def results(self) -> dict[str, float]:
+        ndcg, reciprocal, auc = {k: [] for k in self.topk}, [], []
+        for scores, relevance in self.queries():
+            ranked = relevance[np.argsort(-scores, kind="stable")]
+            if (ranked > 0).any():
+                ideal = np.sort(relevance)[::-1]
+                for k in self.topk:
+                    ndcg[k].append(_dcg(ranked[:k]) / _dcg(ideal[:k]))
+                reciprocal.append(1.0 / (1 + np.flatnonzero(ranked > 0)[0]))
+            good, bad = scores[relevance > 0], scores[relevance <= 0]
+            if good.size and bad.size:
+                pairs = good[:, None] - bad[None, :]
+                auc.append(float(np.mean((pairs > 0) + 0.5 * (pairs == 0))))
+        results = {f"ndcg@{k}": float(np.mean(values)) if values else float("nan") for k, values in ndcg.items()}
+        return {**results, "mrr": float(np.mean(reciprocal)) if reciprocal else float("nan"),
+                "query_auc": float(np.mean(auc)) if auc else float("nan")}
+
+
+def _dcg(relevance: np.ndarray) -> float:
+    return float(np.sum((2.0 ** relevance - 1.0) / np.log2(np.arange(relevance.size) + 2.0)))
