@@ -108,9 +108,11 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
         raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)} (name the loss "
                          f"with --loss, the vars to check with --wrt)")
+    bad = [c.var for c in checks if c.mismatch is not None]
     if as_json:
-        emit(checked_document(program, losses, checks, rtol, atol))
-        if any(c.mismatch is not None for c in checks):
+        reasons = {name: mismatch_reasons(prog.global_block, [name], losses) for name in bad}
+        emit(checked_document(program, losses, checks, rtol, atol, reasons))
+        if bad:
             sys.exit(1)
         return
     width = max([len(c.var) for c in checks] + [3])
@@ -120,7 +122,6 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
                    f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}") + kinks_said(c)
         compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
-    bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
         undefined = [c.var for c in checks if c.mismatch is not None and not math.isfinite(c.mismatch.numeric)]
         said = (f"; central differences of {', '.join(undefined)} are not finite: the loss is not finite at these "

@@ -73,9 +73,11 @@ def compared_nothing(check) -> bool:
     return bool(check.directions) and len(check.kinks) == check.directions
 
 
-def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float) -> dict:
+def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float,
+                     reasons: dict[str, str] | None = None) -> dict:
     """`gradc check --json`: the losses differentiated (``loss`` the one, null with several, whose sum it was), each
-    var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
+    var's comparison (gradcheck.VarCheck) and each mismatch as a problem, with the ``reasons`` ('; ...' clauses, by
+    var) that explain it, as the text's error line gives them."""
     variables, problems = [], []
     for c in checks:
         m = c.mismatch
@@ -89,7 +91,8 @@ def checked_document(program: str, losses: list[str], checks, rtol: float, atol:
             record["mismatch"] = {"index": None if m.direction is not None else list(m.index), "direction": m.direction,
                                   "compiled": number(m.analytic), "numeric": number(m.numeric)}
             problems.append(problem(f"the gradient of '{c.var}' differs from central differences {mismatch_place(m)}: "
-                                    f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}", var=c.var))
+                                    f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}"
+                                    f"{(reasons or {}).get(c.var, '')}", var=c.var))
         variables.append(record)
     return {"program": str(program), "loss": losses[0] if len(losses) == 1 else None, "losses": losses,
             "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables, "problems": problems}
