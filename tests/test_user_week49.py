@@ -244,3 +244,25 @@ def test_pir_document_tower_runs_to_paddles_predictor(files):
     ours = np.load(files / "pir_out.npz")["fetch_name_0"]
     np.testing.assert_allclose(ours, paddle["predicted"], rtol=0, atol=3e-7)
     np.testing.assert_allclose(ours, np.load(files / "twotower" / "outputs.npz")["d"], rtol=0, atol=3e-7)
+
+
+def test_train_evaluates_and_stops_early_by_ndcg(files, tmp_path):
+    """train --eval takes --ranking too: each epoch reports ndcg@K, mrr and query_auc, --early-stop --monitor mrr
+    keeps the best epoch, whose mrr gradc evaluate gives again; a pointwise model's query ids, which the program does
+    not read, stay in the eval data (they were left out, then 'feed var 'qid' is not declared in block 0')."""
+    folder, score = files / "pointwise", META["pointwise"]["score"]
+    data = dict(np.load(folder / "data.npz"))
+    data["qid"] = np.repeat(np.arange(6), [3, 9, 5, 8, 11, 4])
+    np.savez(tmp_path / "ranked.npz", **data)
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam").returncode == 0
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--epochs", 2, "--eval", tmp_path /
+                    "ranked.npz", "--ranking", f"{score},click,qid", "--topk", 5, "--early-stop", 1, "--monitor", "mrr",
+                    "--save-params", tmp_path / "kept.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert [sorted(epoch) for epoch in epochs] == [["mean_0.tmp_0", "mrr", "ndcg@5", "query_auc"]] * 2
+    again = gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "kept.npz", "--data", tmp_path /
+                      "ranked.npz", "--ranking", f"{score},click,qid", "--topk", 5, "--json")
+    kept = max(epochs, key=lambda epoch: epoch["mrr"])
+    assert json.loads(again.stdout)["mrr"] == pytest.approx(kept["mrr"], abs=1e-12)

@@ -1,11 +1,14 @@
 """The options that ask an evaluation for its metrics beside its scalars (the top-k accuracy, the mIoU, a two-tower
-model's recall@k, and the labels and mask they count), shared by `gradc evaluate` and `gradc train --eval`."""
+model's recall@k, a ranker's NDCG@k and MRR, and the labels and mask they count), shared by `gradc evaluate` and
+`gradc train --eval`."""
 
 from __future__ import annotations
 
 import click
 
+from ..errors import GradcError
 from ..training.eval_plan import EvalMetrics
+from ..training.ranking import parse_ranking
 from ..training.retrieval import parse_pair
 
 
@@ -22,8 +25,15 @@ def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
     return list(dict.fromkeys(ks))
 
 
+def _ranking(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    try:
+        return parse_ranking(value) if value is not None else None
+    except GradcError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"--ranking {value!r}: ")) from None
+
+
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --recall and --topk (``topk_default``: the k without it)."""
+    """--label, --ignore-index, --mask, --miou, --recall, --ranking and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read)."),
@@ -39,6 +49,11 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "accuracy: the share of examples whose QUERY embedding finds their own GALLERY embedding among "
                      "the k most similar (dot product) of the whole set, for each k of --topk (captions to images: "
                      "TEXT_EMB,IMAGE_EMB)."),
+        click.option("--ranking", metavar="SCORES,RELEVANCE[,QUERY]", callback=_ranking, help="NDCG@k (each k of "
+                     "--topk), MRR and the mean AUC of each query (query_auc) of a ranker instead of the accuracy, "
+                     "over the whole set: SCORES the program's, [N, L] a query's list a row (--mask its real "
+                     "entries), or [N] a document an example with QUERY the data's query ids; RELEVANCE the data's "
+                     "graded labels (> 0: relevant)."),
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 
@@ -49,6 +64,6 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
     return apply
 
 
-def metrics_asked(label, ignore_index, mask, miou, recall, topk) -> EvalMetrics:
+def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
-    return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index)
+    return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking)

@@ -10,13 +10,12 @@ import click
 from click.core import ParameterSource
 
 from ..backward import no_loss_hint
-from ..errors import GradcError, GradcNotice
+from ..errors import GradcNotice
 from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
-from ..training.ranking import parse_ranking
 from .eval_options import metric_options
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
@@ -44,11 +43,6 @@ from .run import STRICT_PARAMS
               "Repeatable.")
 @metric_options(("1",), "Accuracy counts an example right when its label is among the K best-scored classes. "
                 "Repeatable.")
-@click.option("--ranking", metavar="SCORES,RELEVANCE[,QUERY]", callback=lambda ctx, param, value: _ranking(value),
-              help="NDCG@k (each k of --topk), MRR and the "
-              "mean AUC of each query (query_auc) of a ranker instead of the accuracy, over the whole set: SCORES "
-              "the program's, [N, L] a query's list a row (--mask its real entries), or [N] a document an example "
-              "with QUERY the data's query ids; RELEVANCE the data's graded labels (> 0: relevant).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
@@ -56,7 +50,7 @@ from .run import STRICT_PARAMS
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, recall, topk, ranking, seed, train_mode, as_json, strict_params):
+             miou, recall, ranking, topk, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
@@ -84,13 +78,6 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
     lines += [f"{name}: {_shown(value)}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))
-
-
-def _ranking(value: str | None) -> tuple[str, ...] | None:
-    try:
-        return parse_ranking(value) if value is not None else None
-    except GradcError as exc:
-        raise click.BadParameter(str(exc).removeprefix(f"--ranking {value!r}: ")) from None
 
 
 def _shown(value) -> str:

@@ -62,8 +62,8 @@ from .train_report import JsonLinesReporter
               "first --fetch (the loss; or --monitor) has not improved for N epochs in a row, and keep the best "
               "epoch's parameters (what --save-params writes; a checkpoint also holds them).")
 @click.option("--monitor", metavar="NAME", help="The --fetch'ed scalar --early-stop watches (default: the first), "
-              "or a metric asked of --eval (acc, acc_topK, miou, recall@K). Higher is better for a metric and for an "
-              "accuracy or auc op's output, lower for anything else.")
+              "or a metric asked of --eval (acc, acc_topK, miou, recall@K, ndcg@K, mrr, query_auc). Higher is better "
+              "for a metric and for an accuracy or auc op's output, lower for anything else.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
@@ -113,9 +113,9 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
-          eval_data, label, ignore_index, mask, miou, recall, topk, early_stop, monitor, fetches, log_every, check_nan,
-          log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, save_trained, save_ema,
-          plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
+          eval_data, label, ignore_index, mask, miou, recall, ranking, topk, early_stop, monitor, fetches, log_every,
+          check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, save_trained,
+          save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -135,7 +135,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         if given and not needed:   # else silently unused
             raise click.UsageError(f"{option}: only with {needs}")
     asked = [name for name, value in (("--label", label), ("--ignore-index", ignore_index), ("--mask", mask),
-                                      ("--miou", miou), ("--recall", recall), ("--topk", topk)) if value]
+                                      ("--miou", miou), ("--recall", recall), ("--ranking", ranking),
+                                      ("--topk", topk)) if value]
     if asked and eval_data is None:   # else silently unused
         raise click.UsageError(f"{', '.join(asked)}: only with --eval")
     if data is None:
@@ -197,7 +198,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                               steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                               monitor=monitor, reporter=reporter,
-                              metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk))
+                              metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking))
     except Stopped as stop:
         kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         if as_json:   # the steps done and where they were kept, as a finished run's last line says them

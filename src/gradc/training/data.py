@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -137,12 +137,13 @@ def as_data(data, what: str = "data", program: Program | None = None, others: bo
     raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 
-def without_unread(program: Program, data: Dataset | OneBatch) -> Dataset | OneBatch:
+def without_unread(program: Program, data: Dataset | OneBatch, wanted: Sequence[str] = ()) -> Dataset | OneBatch:
     """Data holding every input of ``program``, without its arrays that name no var of it (the class labels of a data
-    set shared with another model's loss), with a warning, as Paddle's executor leaves out a feed it does not find."""
+    set shared with another model's loss) but those an evaluation ``wanted`` (a ranker's query ids), with a warning,
+    as Paddle's executor leaves out a feed it does not find."""
     arrays = data.feed if isinstance(data, OneBatch) else data.arrays
     block = program.global_block
-    unread = [name for name in arrays if block.find_var(name) is None]
+    unread = [name for name in arrays if block.find_var(name) is None and name not in wanted]
     if not unread or not set(program_inputs(block)) <= arrays.keys():
         return data   # a slip of a name is said by check_fits, with the name meant
     warnings.warn(f"{data.source} holds arrays the program does not read ({', '.join(unread)}; its inputs: "

@@ -13,6 +13,7 @@ from ..ir import Program
 from .accuracy import accuracy_key, checked_mask, class_axis
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
+from .ranking import ranking_keys
 from .retrieval import recall_key
 
 
@@ -40,20 +41,27 @@ class EvalPlan:
 @dataclass
 class EvalMetrics:
     """What an evaluation reports beside its scalars: the top-k accuracy (``topk``), the mIoU, a two-tower model's
-    recall@k (``recall``: query and gallery, at each k of ``topk``), with the labels and the mask they count."""
+    recall@k (``recall``: query and gallery, at each k of ``topk``), a ranker's NDCG@k and MRR (``ranking``: scores,
+    relevance[, query ids]), with the labels and the mask they count."""
     topk: list[int] = field(default_factory=list)
     miou: bool = False
     recall: tuple[str, str] | None = None
     label: str | None = None
     mask: str | None = None
     ignore_index: int | None = None
+    ranking: tuple[str, ...] | None = None
+
+    def kept(self) -> list[str]:
+        """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids)."""
+        return list((self.ranking or ())[1:])
 
     def names(self) -> list[str]:
         """The names its numbers are reported by where the program's scores allow them (higher is better for each):
-        recall@K, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
+        recall@K, ndcg@K, mrr and query_auc, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
         ks = sorted(set(self.topk))
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
-        if ks and (self.miou or not self.recall):
+        names += ranking_keys(ks) if self.ranking else []
+        if ks and (self.miou or not (self.recall or self.ranking)):
             names += [accuracy_key(k, ks) for k in ks]
         return names + (["miou"] if self.miou else [])
 

@@ -92,13 +92,15 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
     """The plan of the trainer's evaluation after each epoch: ``fetch`` and ``metrics`` over ``data``, which holds
     only arrays the program declares (a training program reads every array of its data; an inference model may
     not)."""
-    unknown = [name for name in sorted(data_arrays(data)) if program.global_block.find_var(name) is None]
+    ranked = set((metrics.ranking or ())[1:])   # a ranker's relevance and query ids, which it need not read
+    unknown = [name for name in sorted(data_arrays(data)) if program.global_block.find_var(name) is None
+               and name not in ranked]
     if unknown:
         raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
         return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
-                    metrics.topk, metrics.miou, metrics.recall)
+                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
 
@@ -200,7 +202,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
-    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
+    check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,
                evaluated=True)
     fit_labels(program, evaluation, data, mask, ignore_index)
     # the auc ops count from zero in an evaluation: a model's file holds no counts
@@ -215,7 +217,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
 
 
-def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
+def only_read(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
     """The data without the arrays the program does not read (an inference model's labels)."""
     arrays = {name: value for name, value in data_arrays(data).items() if name in names}
     if isinstance(data, OneBatch):

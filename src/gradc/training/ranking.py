@@ -89,9 +89,13 @@ class RankingTally:
             if good.size and bad.size:
                 pairs = good[:, None] - bad[None, :]
                 auc.append(float(np.mean((pairs > 0) + 0.5 * (pairs == 0))))
-        results = {f"ndcg@{k}": float(np.mean(values)) if values else float("nan") for k, values in ndcg.items()}
-        return {**results, "mrr": float(np.mean(reciprocal)) if reciprocal else float("nan"),
-                "query_auc": float(np.mean(auc)) if auc else float("nan")}
+        means = [float(np.mean(values)) if values else float("nan") for values in [*ndcg.values(), reciprocal, auc]]
+        return dict(zip(ranking_keys(self.topk), means))
+
+
+def ranking_keys(topk: Sequence[int]) -> list[str]:
+    """The names of the metrics, in order: ndcg@K for each k (1 without any), mrr, query_auc."""
+    return [f"ndcg@{k}" for k in sorted(set(topk or [1]))] + ["mrr", "query_auc"]
 
 
 def _dcg(relevance: np.ndarray) -> float:

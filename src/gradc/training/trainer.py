@@ -33,7 +33,7 @@ from .best import EarlyStopping
 from .checkpoint import checkpoint_directory, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, reported
-from .evaluation import evaluate_plan, trainer_plan
+from .evaluation import evaluate_plan, only_read, trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
@@ -133,7 +133,7 @@ class Trainer:
 
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
-        data = without_unread(self.program, as_data(data, "eval data", self.program))
+        data = without_unread(self.program, as_data(data, "eval data", self.program), self.metrics.kept())
         evaluation = self._eval_plan(data)
         self._reseed(EVAL, self.epoch)
         return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
@@ -142,8 +142,8 @@ class Trainer:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
         check_fits(self.program, data, batch_size, drop_last)
         if eval_data is not None:
-            check_fits(self._eval_plan(eval_data, fitted=False).program, eval_data, batch_size,
-                       labels_of=self.program, evaluated=True)
+            check_fits((plan := self._eval_plan(eval_data, fitted=False)).program, only_read(eval_data, plan.feeds),
+                       batch_size, labels_of=self.program, evaluated=True)   # a ranker's query ids: no input
             self._eval_plan(eval_data)   # a k past the class count, a --mask not there: refused before the first step
 
     def _eval_plan(self, data: Dataset | OneBatch, fitted: bool = True) -> EvalPlan:
@@ -175,7 +175,7 @@ class Trainer:
             self.program, monitor or self.fetch[0], early_stop, self.fetch, self.metrics.names())
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
-            eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program))
+            eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program), self.metrics.kept())
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {}),
