@@ -266,3 +266,16 @@ def test_train_evaluates_and_stops_early_by_ndcg(files, tmp_path):
                       "ranked.npz", "--ranking", f"{score},click,qid", "--topk", 5, "--json")
     kept = max(epochs, key=lambda epoch: epoch["mrr"])
     assert json.loads(again.stdout)["mrr"] == pytest.approx(kept["mrr"], abs=1e-12)
+
+
+@pytest.mark.parametrize("model", ("listwise", "twotower"))
+def test_paddles_pir_training_programs_train_to_its_losses(files, model):
+    """The listwise ranker (where, -inf, argsort, sort, log2 in pd_op form) and the two-tower model (F.normalize's
+    PIR form) minimized in PIR static mode: gradc trains Paddle's serialized programs from its initial values to its
+    5 PIR losses (1e-6; 7e-8 measured). In PIR mode Paddle gives the sparse=True table a dense embedding_grad, so
+    its two-tower losses leave the legacy run's from step 2 (7.6643 against 7.6663): gradc follows each program."""
+    run = gradc_cli("train", files / f"{model}_pir_train.json", "--startup", files / f"{model}_pir_startup.json",
+                    "--params", files / f"{model}_pir_init.npz", "--data", files / model / "data.npz", "--batch-size",
+                    8, "--fetch", "loss", "--json", "--log-every", 1)
+    losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
+    np.testing.assert_allclose(_losses(run), losses, rtol=1e-6)

@@ -21,8 +21,10 @@
 
 Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz, data.npz,
 trained.npz, outputs.npz (first batch, trained weights), losses in meta.json.
-PIR half (a second interpreter): the document tower built in PIR mode with the trained twotower weights,
-paddle.jit.save'd (doc_tower.json / .pdiparams); predictor_pir.npz: the Predictor's (oneDNN off) embeddings.
+PIR half (a second interpreter): listwise / twotower _pir_train.json, _pir_startup.json, _pir_init.npz and
+pir_losses.json: the two models built and minimized in PIR static mode, Paddle's losses on the legacy data; the
+document tower built in PIR mode with the trained twotower weights, paddle.jit.save'd (doc_tower.json / .pdiparams);
+predictor_pir.npz: the Predictor's (oneDNN off) embeddings.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week49.py tests/data/paddle/user_week49
 """
@@ -34,6 +36,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
+from paddle.base import core
 from paddle.base.layer_helper import LayerHelper
 from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
@@ -54,7 +57,9 @@ def hinge_loss_op(logits, labels):
 
 def normalize(x):
     """F.normalize(x, axis=1) as its legacy branch writes it (p_norm, full, maximum, divide): in 3.3.1 that branch
-    fails at its end (paddle.assign of an unbound local), after appending these ops."""
+    fails at its end (paddle.assign of an unbound local), after appending these ops. In PIR mode, F.normalize."""
+    if paddle.base.framework.in_pir_mode():
+        return F.normalize(x, axis=1)
     helper = LayerHelper("p_norm")
     norm = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="p_norm", inputs={"X": x}, outputs={"Out": norm},
@@ -62,11 +67,16 @@ def normalize(x):
     return paddle.divide(x, paddle.maximum(norm, paddle.full([1], 1e-12, x.dtype)))
 
 
+def named(value) -> str:
+    """A var's name (PIR values have none to give)."""
+    return "" if paddle.base.framework.in_pir_mode() else value.name
+
+
 def pointwise():
     feats = paddle.static.data("feats", [-1, FEATURES], "float32")
     click = paddle.static.data("click", [-1, 1], "float32")
     score = scorer()(feats)
-    return F.binary_cross_entropy_with_logits(score, click), {"score": score.name}
+    return F.binary_cross_entropy_with_logits(score, click), {"score": named(score)}
 
 
 def pairwise():
@@ -82,8 +92,8 @@ def pairwise():
     hinge = F.hinge_embedding_loss(diff * sign, paddle.ones_like(sign) * -1.0, margin=1.0)
     legacy = paddle.mean(hinge_loss_op(diff, prefer))
     loss = ranknet + margin + 0.5 * hinge + 0.5 * legacy
-    return loss, {"s_left": s_left.name, "ranknet": ranknet.name, "margin": margin.name, "hinge": hinge.name,
-                  "legacy": legacy.name}
+    return loss, {"s_left": named(s_left), "ranknet": named(ranknet), "margin": named(margin), "hinge": named(hinge),
+                  "legacy": named(legacy)}
 
 
 def lambda_weights(scores, labels, mask):
@@ -115,7 +125,7 @@ def listwise():
     pair = F.softplus(-(scores.unsqueeze(2) - scores.unsqueeze(1)))
     lambdarank = paddle.sum(weights * better * pair) / paddle.clip(paddle.sum(better), min=1.0)
     loss = listnet + lambdarank
-    return loss, {"scores": scores.name, "listnet": listnet.name, "lambdarank": lambdarank.name}
+    return loss, {"scores": named(scores), "listnet": named(listnet), "lambdarank": named(lambdarank)}
 
 
 def doc_tower(docs):
@@ -139,7 +149,7 @@ def twotower():
     logits = paddle.concat([in_batch, sampled], axis=1)
     target = paddle.arange(paddle.shape(q)[0], dtype="int64").unsqueeze(1)
     loss = F.cross_entropy(logits, target)
-    return loss, {"logits": logits.name, "q": q.name, "d": d.name}
+    return loss, {"logits": named(logits), "q": named(q), "d": named(d)}
 
 
 def data(name: str) -> dict:
@@ -201,7 +211,7 @@ def train_model(out: Path, name: str, exe) -> dict:
     np.savez_compressed(folder / "data.npz", **batches)
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
-    return {**names, "loss": loss.name, "losses": losses}
+    return {**names, "loss": named(loss), "losses": losses}
 
 
 def corner_cases() -> dict:
@@ -268,9 +278,38 @@ def main(out: Path) -> None:
     pir_half(__file__, out)
 
 
+def pir_training(out: Path, name: str) -> list[float]:
+    """The model built and minimized in PIR static mode (F.normalize itself there): NAME_pir_train.json (the loss
+    fetched as "loss") / NAME_pir_startup.json, its initial values NAME_pir_init.npz, its losses on the legacy run's
+    data."""
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        main.random_seed = startup.random_seed = 49
+        loss, _ = MODELS[name]()
+        OPTIMIZERS[name]().minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
+        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
+        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
+        (out / f"{stem}.json").unlink()
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    data = dict(np.load(out / name / "data.npz"))
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+        np.savez(out / f"{name}_pir_init.npz", **{key: np.array(scope.var(key).get_tensor()) for key in names})
+        losses = [float(exe.run(main, feed={k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()},
+                                fetch_list=[loss])[0]) for step in range(STEPS)]
+    paddle.disable_static()
+    return losses
+
+
 def main_pir(out: Path) -> None:
-    """The document tower in PIR mode holding the trained twotower weights, paddle.jit.save'd; the Predictor's
-    embeddings of the first batch's documents."""
+    """The listwise and two-tower models trained in PIR static mode; the document tower in PIR mode holding the
+    trained twotower weights, paddle.jit.save'd, and the Predictor's embeddings of the first batch's documents."""
+    losses = {name: pir_training(out, name) for name in ("listwise", "twotower")}
+    (out / "pir_losses.json").write_text(json.dumps(losses, indent=1) + "\n")
     paddle.disable_static()
     trained = np.load(out / "twotower" / "trained.npz")
     tower = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, EMB))
