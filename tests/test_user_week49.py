@@ -279,3 +279,19 @@ def test_paddles_pir_training_programs_train_to_its_losses(files, model):
                     8, "--fetch", "loss", "--json", "--log-every", 1)
     losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
     np.testing.assert_allclose(_losses(run), losses, rtol=1e-6)
+
+
+@pytest.mark.parametrize("click, message", [(0, "has a relevant document (relevance > 0) in 'click': NDCG, MRR and "
+                                                 "the AUC are undefined"),
+                                            (1, "has both relevant and irrelevant ones in 'click': the AUC is "
+                                                "undefined")])
+def test_evaluate_ranking_refuses_a_set_it_cannot_score(files, tmp_path, click, message):
+    """No relevant document in any query (or no irrelevant one): one line, not NaN in the output (which --json
+    printed as NaN, no JSON number)."""
+    folder = files / "pointwise"
+    data = dict(np.load(folder / "data.npz"))
+    data["click"], data["qid"] = np.full_like(data["click"], click), np.repeat(np.arange(5), 8)
+    np.savez(tmp_path / "same.npz", **data)
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data", tmp_path /
+                    "same.npz", "--ranking", f"{META['pointwise']['score']},click,qid", "--json")
+    assert run.returncode == 1 and message in run.stderr and run.stdout == "", run.stderr

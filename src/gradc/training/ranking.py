@@ -49,12 +49,13 @@ class RankingTally:
     """Every batch's scores, relevance and query ids (or masks), ranked a query at a time at the end."""
 
     def __init__(self, ranking: tuple[str, ...], topk: Sequence[int], mask: str | None):
-        self.ranking, self.topk, self.mask = ranking, sorted(set(topk or [1])), mask
+        self.ranking, self.topk, self.mask, self.source = ranking, sorted(set(topk or [1])), mask, "data"
         self.lists: list[tuple[np.ndarray, np.ndarray]] = []
         self.rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def add(self, scores, batch: Mapping, source: str) -> None:
         scores, relevance = np.asarray(scores, np.float64), np.asarray(batch[self.ranking[1]], np.float64)
+        self.source = source
         if len(self.ranking) == 3:
             ids = np.asarray(batch[self.ranking[2]]).reshape(-1)
             if not scores.size == relevance.size == ids.size:
@@ -89,7 +90,12 @@ class RankingTally:
             if good.size and bad.size:
                 pairs = good[:, None] - bad[None, :]
                 auc.append(float(np.mean((pairs > 0) + 0.5 * (pairs == 0))))
-        means = [float(np.mean(values)) if values else float("nan") for values in [*ndcg.values(), reciprocal, auc]]
+        if not auc:   # NDCG and MRR need a relevant document, the AUC an irrelevant one too
+            lacking = "a relevant document (relevance > 0)" if not reciprocal else "both relevant and irrelevant ones"
+            undefined = "NDCG, MRR and the AUC are" if not reciprocal else "the AUC is"
+            raise GradcError(f"{self.source}: --ranking: no query of the set has {lacking} in '{self.ranking[1]}': "
+                             f"{undefined} undefined")
+        means = [float(np.mean(values)) for values in [*ndcg.values(), reciprocal, auc]]
         return dict(zip(ranking_keys(self.topk), means))
 
 
