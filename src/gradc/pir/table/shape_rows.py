@@ -50,7 +50,7 @@ ROWS = [
     row("pd_op.slice", "slice", f"input:Input starts>starts:ints@{STARTS} ends>ends:ints@{ENDS}", "out:Out",
         "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     row("pd_op.strided_slice", "strided_slice", "x:Input " + STRIDED_BOUNDS, "out:Out", "axes:i32s"),
-    row("pd_op.tile", "tile", "x:X repeat_times>repeat_times:ints"),
+    row("pd_op.tile", "tile", "x:X repeat_times>repeat_times:ints@RepeatTimes,repeat_times_tensor"),
     row("pd_op.expand", "expand_v2", "x:X shape>shape:ints@Shape,expand_shapes_tensor"),
     row("pd_op.expand_as", "expand_as_v2", "x:X y?:Y", "out:Out", "target_shape:i64s"),
     row("pd_op.gather", "gather", "x:X index:Index axis>axis:int@Axis"),

@@ -1,0 +1,297 @@
+"""The machine-translation engineer's programs of docs/tools.md's 'A machine-translation engineer's week', written with
+Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0), on a toy copy-and-reverse task (vocabulary 12:
+0 padding, 1 BOS, 2 EOS; sources and targets of 1 to 5 tokens, right-padded to 6):
+
+- gru: a GRU encoder (nn.GRU with sequence_length) and a GRUCell decoder unrolled over the target by teacher forcing,
+  Bahdanau attention (Linear + tanh + Linear scores, masked_fill of padded source positions with -1e9, softmax), the
+  token cross-entropy masked by sequence_mask(target lengths) and divided by the token count, ClipGradByGlobalNorm(1),
+  Adam(NoamDecay(16, 4)), the schedule stepped.
+- transformer: nn.Transformer (1 + 1 layers, d_model 16, 2 heads, no dropout), one embedding shared by source, target
+  and the tied output projection, a causal tgt_mask and padding masks, F.label_smooth(0.1) + soft-label cross-entropy
+  masked by the target lengths, Adam(NoamDecay(16, 4)).
+  Both: forward.pb (main.clone() before minimize), train.pb (Paddle's), startup.pb, init.npz, data.npz, trained.npz,
+  the losses in meta.json.
+- greedy.pb: the gru model's greedy decode (same parameter names) in paddle.static.nn.while_loop, argmax, stopped
+  when every row has emitted EOS; greedy.npz: its feed and Paddle's ids and step count, on the trained weights.
+- beam.pb: a GRU encoder and a GRUCell decoder decoded by nn.BeamSearchDecoder(beam 3) + nn.dynamic_decode (tensor
+  arrays, beam_search, gather_tree); beam_init.npz its weights, beam.npz its feed and Paddle's ids and scores;
+  beam_ties: the same program with the output projection zeroed (every token ties), Paddle's ids.
+- corners.npz / corner_<name>.pb: float64 programs sum(w * f(x)) and Paddle's gradients: masked_fill with -inf and
+  with -1e9 before softmax, a sequence_mask-normalised token loss with a length of 0, a while_loop of tanh(x W).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+from paddle_programs import legacy_persistables, run_steps, script_main, without_callstacks, write_gz
+
+VOCAB, LENGTH, EMBED, HIDDEN, BATCH, STEPS, BEAM = 12, 6, 8, 16, 4, 6, 3
+BOS, EOS = 1, 2
+RNG = np.random.default_rng(45)
+
+
+def pairs(count: int) -> dict:
+    """Sources of 1-5 random tokens; targets their reverse then EOS; BOS-led decoder inputs; lengths."""
+    src = np.zeros((count, LENGTH), np.int64)
+    tgt_in, tgt_out = np.zeros_like(src), np.zeros_like(src)
+    src_len, tgt_len = np.zeros(count, np.int64), np.zeros(count, np.int64)
+    for row in range(count):
+        tokens = RNG.integers(3, VOCAB, RNG.integers(1, LENGTH))
+        src[row, :len(tokens)] = tokens
+        target = [*tokens[::-1], EOS]
+        tgt_out[row, :len(target)] = target
+        tgt_in[row, :len(target)] = [BOS, *target[:-1]]
+        src_len[row], tgt_len[row] = len(tokens), len(target)
+    return {"src": src, "src_len": src_len, "tgt_in": tgt_in, "tgt_out": tgt_out, "tgt_len": tgt_len}
+
+
+class Seq2Seq(nn.Layer):
+    """GRU encoder, GRUCell decoder with Bahdanau attention over the encoder's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.src_embed, self.tgt_embed = nn.Embedding(VOCAB, EMBED), nn.Embedding(VOCAB, EMBED)
+        self.encoder = nn.GRU(EMBED, HIDDEN)
+        self.cell = nn.GRUCell(EMBED + HIDDEN, HIDDEN)
+        self.query, self.key = nn.Linear(HIDDEN, HIDDEN, bias_attr=False), nn.Linear(HIDDEN, HIDDEN)
+        self.score = nn.Linear(HIDDEN, 1, bias_attr=False)
+        self.out = nn.Linear(2 * HIDDEN, VOCAB)
+
+    def encode(self, src, src_len):
+        enc, state = self.encoder(self.src_embed(src), sequence_length=src_len)
+        keys = self.key(enc)
+        pad = paddle.unsqueeze(paddle.logical_not(paddle.cast(F.sequence_mask(src_len, LENGTH), "bool")), -1)
+        return enc, keys, pad, state[0]
+
+    def step(self, token, h, enc, keys, pad):
+        scores = self.score(paddle.tanh(keys + paddle.unsqueeze(self.query(h), 1)))
+        weights = F.softmax(paddle.masked_fill(scores, pad, -1e9), axis=1)
+        context = paddle.sum(weights * enc, axis=1)
+        h, _ = self.cell(paddle.concat([self.tgt_embed(token), context], -1), h)
+        return self.out(paddle.concat([h, context], -1)), h
+
+
+def token_loss(logits, tgt_out, tgt_len, smooth=False):
+    """Per-token cross-entropy masked by the target lengths, divided by the token count."""
+    if smooth:
+        soft = F.label_smooth(F.one_hot(tgt_out, VOCAB), epsilon=0.1)
+        ce = F.cross_entropy(logits, soft, soft_label=True, reduction="none")
+    else:
+        ce = F.cross_entropy(logits, paddle.unsqueeze(tgt_out, -1), reduction="none")
+    mask = paddle.unsqueeze(F.sequence_mask(tgt_len, LENGTH, dtype="float32"), -1)
+    return paddle.sum(ce * mask) / paddle.sum(mask)
+
+
+def feeds():
+    src = paddle.static.data("src", [-1, LENGTH], "int64")
+    src_len = paddle.static.data("src_len", [-1], "int64")
+    tgt_in = paddle.static.data("tgt_in", [-1, LENGTH], "int64")
+    tgt_out = paddle.static.data("tgt_out", [-1, LENGTH], "int64")
+    tgt_len = paddle.static.data("tgt_len", [-1], "int64")
+    return src, src_len, tgt_in, tgt_out, tgt_len
+
+
+def gru_model():
+    src, src_len, tgt_in, tgt_out, tgt_len = feeds()
+    model = Seq2Seq()
+    enc, keys, pad, h = model.encode(src, src_len)
+    steps = []
+    for t in range(LENGTH):
+        logits, h = model.step(tgt_in[:, t], h, enc, keys, pad)
+        steps.append(logits)
+    return token_loss(paddle.stack(steps, 1), tgt_out, tgt_len)
+
+
+def transformer_model():
+    src, src_len, tgt_in, tgt_out, tgt_len = feeds()
+    embed = nn.Embedding(VOCAB, HIDDEN)
+    positions = paddle.create_parameter([LENGTH, HIDDEN], "float32", "positions",
+                                        default_initializer=nn.initializer.Normal(0, 0.1))
+    model = nn.Transformer(HIDDEN, 2, 1, 1, 32, dropout=0.0)
+    src_pad = (1.0 - F.sequence_mask(src_len, LENGTH, dtype="float32")) * -1e9
+    src_mask = paddle.unsqueeze(src_pad, [1, 2])
+    tgt_mask = model.generate_square_subsequent_mask(LENGTH)
+    out = model(embed(src) + positions, embed(tgt_in) + positions, src_mask, tgt_mask, src_mask)
+    logits = paddle.matmul(out, embed.weight, transpose_y=True)
+    return token_loss(logits, tgt_out, tgt_len, smooth=True)
+
+
+def noam_adam():
+    return paddle.optimizer.Adam(paddle.optimizer.lr.NoamDecay(HIDDEN, 4), grad_clip=nn.ClipGradByGlobalNorm(1.0))
+
+
+def train_model(out: Path, name: str, exe, build) -> tuple[dict, paddle.static.Scope]:
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 45
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        loss = build()
+        forward = main.clone()
+        optimizer = noam_adam()
+        optimizer.minimize(loss)
+    folder = out / name
+    folder.mkdir(parents=True, exist_ok=True)
+    batches = pairs(BATCH * STEPS)
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
+    np.savez_compressed(folder / "data.npz", **batches)
+    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
+        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    return {"loss": loss.name, "losses": losses}, scope
+
+
+def greedy_program(out: Path, exe, scope) -> None:
+    """The gru model's greedy decode in a while_loop, on its trained weights (the same names by a fresh guard)."""
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()), paddle.utils.unique_name.guard():
+        src = paddle.static.data("src", [-1, LENGTH], "int64")
+        src_len = paddle.static.data("src_len", [-1], "int64")
+        model = Seq2Seq()
+        enc, keys, pad, h = model.encode(src, src_len)
+        rows = paddle.shape(src)[0]
+        token = paddle.full([rows], BOS, "int64")
+        ids = paddle.zeros([rows, LENGTH], "int64")
+        done = paddle.full([rows], False, "bool")
+        i = paddle.full([1], 0, "int64")
+
+        def cond(i, token, h, ids, done):
+            return paddle.logical_and(i < LENGTH, paddle.logical_not(paddle.all(done)))
+
+        def body(i, token, h, ids, done):
+            logits, h = model.step(token, h, enc, keys, pad)
+            token = paddle.where(done, paddle.zeros_like(token), paddle.argmax(logits, -1))
+            ids = ids + F.one_hot(i, LENGTH).astype("int64") * paddle.unsqueeze(token, -1)
+            return i + 1, token, h, ids, paddle.logical_or(done, token == EOS)
+
+        i, token, h, ids, done = paddle.static.nn.while_loop(cond, body, [i, token, h, ids, done])
+    feed = pairs(8)
+    with paddle.static.scope_guard(scope):
+        got_ids, steps = exe.run(main, feed={"src": feed["src"], "src_len": feed["src_len"]}, fetch_list=[ids, i])
+    write_gz(out / "greedy.pb", without_callstacks(main))
+    np.savez(out / "greedy.npz", src=feed["src"], src_len=feed["src_len"], tgt_out=feed["tgt_out"], ids=got_ids,
+             steps=steps, ids_name=ids.name, steps_name=i.name)
+
+
+def honouring_out(function):
+    """The legacy shim's logical op, writing into ``out`` when given (dynamic_decode updates its loop condition
+    so; the shim's op ignores it, and the loop never ends)."""
+    def wrapped(*args, out=None, name=None):
+        arity = 1 if function.__name__.endswith("not") else 2
+        value = function(*args[:arity])
+        target = out if out is not None else (args[arity] if len(args) > arity else None)
+        return value if target is None else paddle.assign(value, target)
+    wrapped.__name__ = function.__name__
+    return wrapped
+
+
+def beam_program(out: Path, exe) -> None:
+    """A GRU encoder's final state starts a GRUCell decoded by BeamSearchDecoder + dynamic_decode."""
+    for name in ("logical_and", "logical_not"):
+        setattr(paddle, name, honouring_out(getattr(paddle, name)))
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 45
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        src = paddle.static.data("src", [-1, LENGTH], "int64")
+        src_len = paddle.static.data("src_len", [-1], "int64")
+        src_embed, tgt_embed = nn.Embedding(VOCAB, EMBED), nn.Embedding(VOCAB, EMBED)
+        _, state = nn.GRU(EMBED, HIDDEN)(src_embed(src), sequence_length=src_len)
+        cell, project = nn.GRUCell(EMBED, HIDDEN), nn.Linear(HIDDEN, VOCAB)
+        decoder = nn.BeamSearchDecoder(cell, BOS, EOS, BEAM, embedding_fn=tgt_embed, output_fn=project)
+        outputs, final = nn.dynamic_decode(decoder, inits=state[0], max_step_num=LENGTH)
+    feed = pairs(4)
+    feed = {"src": feed["src"], "src_len": feed["src_len"]}
+    fetch = [outputs, final.log_probs]
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        params = legacy_persistables(main, scope)
+        ids, scores = exe.run(main, feed=feed, fetch_list=fetch)
+        scope.var(project.weight.name).get_tensor().set(np.zeros((HIDDEN, VOCAB), np.float32), paddle.CPUPlace())
+        tied_ids, tied_scores = exe.run(main, feed=feed, fetch_list=fetch)
+    np.savez(out / "beam_init.npz", **params)
+    write_gz(out / "beam.pb", without_callstacks(main))
+    np.savez(out / "beam.npz", **feed, ids=ids, scores=scores, tied_ids=tied_ids, tied_scores=tied_scores,
+             ids_name=fetch[0].name, scores_name=fetch[1].name, project=project.weight.name)
+
+
+def corner_cases() -> dict:
+    """name -> (feeds, f(feeds) whose weighted sum is the loss)."""
+    scores = RNG.normal(size=(3, 5))
+    pad = np.array([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [0, 1, 1, 1, 1]], bool)
+    logits = RNG.normal(size=(4, 3, 5))
+    labels = RNG.integers(0, 5, (4, 3, 1))
+
+    def masked_softmax(value):
+        return lambda f: F.softmax(paddle.masked_fill(f["x"], paddle.to_tensor(pad), value), axis=-1)
+
+    def zero_length_loss(f):
+        ce = F.cross_entropy(f["x"], paddle.to_tensor(labels), reduction="none")
+        mask = paddle.unsqueeze(F.sequence_mask(paddle.to_tensor(np.array([2, 0, 3, 0])), 3, dtype="float64"), -1)
+        return paddle.sum(ce * mask) / paddle.sum(mask)
+
+    def loop_tanh(f):
+        def body(i, h):
+            return i + 1, paddle.tanh(paddle.matmul(h, f["w_loop"]))
+        return paddle.static.nn.while_loop(lambda i, h: i < 3, body, [paddle.full([1], 0, "int64"), f["x"]])[1]
+
+    return {
+        "masked_fill_inf": ({"x": scores}, masked_softmax(float("-inf"))),
+        "masked_fill_1e9": ({"x": scores}, masked_softmax(-1e9)),
+        "zero_length_loss": ({"x": logits}, zero_length_loss),
+        "while_tanh": ({"x": RNG.normal(size=(2, 4)), "w_loop": RNG.normal(size=(4, 4)) * 0.5}, loop_tanh),
+    }
+
+
+def corner_programs(out: Path, exe) -> None:
+    results = {}
+    for name, (values, build) in corner_cases().items():
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            inputs = {}
+            for key, value in values.items():
+                inputs[key] = paddle.static.data(key, list(value.shape), "float64")
+                inputs[key].stop_gradient = False
+            value = build(inputs)
+            weight = paddle.static.data("w", [-1], "float64")
+            loss = paddle.sum(paddle.reshape(value, [-1]) * weight)
+            forward = main.clone()
+            grads = paddle.static.gradients(loss, list(inputs.values()))
+        (shaped,) = exe.run(forward, feed={**values, "w": np.zeros(1)}, fetch_list=[value.name])
+        w = RNG.normal(size=shaped.size)
+        fetched = exe.run(main, feed={**values, "w": w}, fetch_list=[loss, *grads])
+        results[f"{name}_loss"] = fetched[0]
+        for key, grad in zip(inputs, fetched[1:]):
+            results[f"{name}_{key}"] = values[key]
+            results[f"{name}_{key}@GRAD"] = grad
+        results[f"{name}_w"] = w
+        write_gz(out / f"corner_{name}.pb", without_callstacks(forward))
+    np.savez(out / "corners.npz", **results)
+
+
+def main(out: Path) -> None:
+    import paddle_legacy_shim
+    paddle_legacy_shim.install()
+    paddle.enable_static()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    meta = {}
+    meta["gru"], scope = train_model(out, "gru", exe, gru_model)
+    meta["transformer"], _ = train_model(out, "transformer", exe, transformer_model)
+    greedy_program(out, exe, scope)
+    beam_program(out, exe)
+    corner_programs(out, exe)
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def main_pir(out: Path) -> None:
+    raise SystemExit("no PIR half")
+
+
+if __name__ == "__main__":
+    script_main(main, main_pir)
