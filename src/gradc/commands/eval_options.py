@@ -41,7 +41,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "segmentation map's 255 borders; default: the loss op's ignore_index)."),
         click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's "
                      "padded tokens left out): nonzero where one counts, of the labels' shape, or each example's "
-                     "sequence length."),
+                     "sequence length (default: the lengths whose sequence_mask counts the loss's tokens)."),
         click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the "
                      "confusion matrix of the best-scored class against the label summed over the whole set (a "
                      "segmentation map's)."),

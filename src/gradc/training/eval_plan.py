@@ -10,11 +10,12 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
-from .accuracy import accuracy_key, checked_mask, class_axis
+from .accuracy import accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
 from .ranking import ranking_keys
 from .retrieval import recall_key
+from .set_metrics import loss_lengths
 
 
 @dataclass
@@ -78,6 +79,8 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
         if ignore_index is not None:
             evaluation.ignore_index = ignore_index
         _check_scored_labels(program, evaluation, labels, data)
+        if mask is None:
+            mask = _loss_lengths(evaluation, data_arrays(data), np.shape(labels))
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
     elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.ranking[1], data.source)
@@ -88,6 +91,13 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
                          f"example would count as right (give k up to {classes})")
+
+
+def _loss_lengths(evaluation: EvalPlan, arrays, label_shape) -> str | None:
+    """The lengths the loss's token count is masked by, when they mark the labels: the accuracy counts those tokens
+    too (not the padding past them) unless --mask says otherwise."""
+    lengths = loss_lengths(evaluation.program, evaluation.losses, list(arrays))
+    return lengths if lengths and counted_positions(np.asarray(arrays[lengths]), label_shape) is not None else None
 
 
 def reported(results: dict, evaluation: EvalPlan) -> dict[str, float]:

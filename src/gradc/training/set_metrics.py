@@ -175,3 +175,21 @@ def set_kinds(program: Program, fetch: Sequence[str], executor, scope: Scope) ->
     return {"ratios": per_count(program, fetch), "last_of": auc_counts(program)[1] & set(fetch),
             "averaged": list(dict.fromkeys(mean for mean, _ in derived.values())),
             "derive": (lambda means: at_set_means(executor, scope, derived, means)) if derived else None}
+
+
+def loss_lengths(program: Program, losses: Sequence[str], feeds: Sequence[str]) -> str | None:
+    """The one fed array of lengths whose sequence_mask counts the tokens a loss is divided by (a translation
+    model's target lengths): the positions past them are padding, which the accuracy should not count either."""
+    writers = {name: op for op in program.global_block.ops for name in op.output_names()}
+    found = set()
+    for _, count in per_count(program, losses).values():
+        pending, seen = [count], set()
+        while pending:
+            op = writers.get(pending.pop())
+            if op is None or id(op) in seen:
+                continue
+            seen.add(id(op))
+            if op.type == "sequence_mask":
+                found.update(name for name in op.input("X") if name in feeds)
+            pending.extend(op.input_names())
+    return found.pop() if len(found) == 1 else None
