@@ -179,3 +179,16 @@ def test_check_of_each_translation_loss_against_central_differences(files, model
     assert run.returncode == 0, run.stdout + run.stderr
     result = json.loads(run.stdout)
     assert result["problems"] == [] and len(result["vars"]) == (16 if model == "gru" else 48)
+
+
+def test_paddles_pir_greedy_decoder_runs_in_gradc(files):
+    """Paddle's PIR save_inference_model of the greedy decoder (while_loop in PIR's pd_op.while, the gru model's
+    trained weights): gradc run gives the ids of Paddle's Predictor (oneDNN off) and of the legacy program (no
+    fault)."""
+    run = gradc_cli("run", files / "greedy_pir.json", "--params", files / "greedy_pir.pdiparams", "--feed",
+                    files / "greedy_feed.npz", "-o", files / "greedy_pir_out.npz")
+    assert run.returncode == 0, run.stderr
+    (ids,) = np.load(files / "greedy_pir_out.npz").values()
+    paddle = np.load(files / "predictor_pir.npz")
+    np.testing.assert_array_equal(ids, paddle["ids"])
+    np.testing.assert_array_equal(ids, np.load(files / "greedy.npz")["ids"])

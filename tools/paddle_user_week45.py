@@ -27,7 +27,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, EMBED, HIDDEN, BATCH, STEPS, BEAM = 12, 6, 8, 16, 4, 6, 3
 BOS, EOS = 1, 2
@@ -153,24 +153,7 @@ def greedy_program(out: Path, exe, scope) -> None:
     with paddle.static.program_guard(main, paddle.static.Program()), paddle.utils.unique_name.guard():
         src = paddle.static.data("src", [-1, LENGTH], "int64")
         src_len = paddle.static.data("src_len", [-1], "int64")
-        model = Seq2Seq()
-        enc, keys, pad, h = model.encode(src, src_len)
-        rows = paddle.shape(src)[0]
-        token = paddle.full([rows], BOS, "int64")
-        ids = paddle.zeros([rows, LENGTH], "int64")
-        done = paddle.full([rows], False, "bool")
-        i = paddle.full([1], 0, "int64")
-
-        def cond(i, token, h, ids, done):
-            return paddle.logical_and(i < LENGTH, paddle.logical_not(paddle.all(done)))
-
-        def body(i, token, h, ids, done):
-            logits, h = model.step(token, h, enc, keys, pad)
-            token = paddle.where(done, paddle.zeros_like(token), paddle.argmax(logits, -1))
-            ids = ids + F.one_hot(i, LENGTH).astype("int64") * paddle.unsqueeze(token, -1)
-            return i + 1, token, h, ids, paddle.logical_or(done, token == EOS)
-
-        i, token, h, ids, done = paddle.static.nn.while_loop(cond, body, [i, token, h, ids, done])
+        ids, i = greedy_decoder(src, src_len)
     feed = pairs(8)
     with paddle.static.scope_guard(scope):
         got_ids, steps = exe.run(main, feed={"src": feed["src"], "src_len": feed["src_len"]}, fetch_list=[ids, i])
@@ -287,10 +270,60 @@ def main(out: Path) -> None:
     beam_program(out, exe)
     corner_programs(out, exe)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    pir_half(__file__, out)
+
+
+def greedy_decoder(src, src_len):
+    """The greedy decode of greedy_program, as a function of the feeds: the ids and the step count."""
+    model = Seq2Seq()
+    enc, keys, pad, h = model.encode(src, src_len)
+    rows = paddle.shape(src)[0]
+    token = paddle.full([rows], BOS, "int64")
+    ids = paddle.zeros([rows, LENGTH], "int64")
+    done = paddle.full([rows], False, "bool")
+
+    def cond(i, token, h, ids, done):
+        return paddle.logical_and(i < LENGTH, paddle.logical_not(paddle.all(done)))
+
+    def body(i, token, h, ids, done):
+        logits, h = model.step(token, h, enc, keys, pad)
+        token = paddle.where(done, paddle.zeros_like(token), paddle.argmax(logits, -1))
+        ids = ids + F.one_hot(i, LENGTH).astype("int64") * paddle.unsqueeze(token, -1)
+        return i + 1, token, h, ids, paddle.logical_or(done, token == EOS)
+
+    i, _, _, ids, _ = paddle.static.nn.while_loop(cond, body, [paddle.full([1], 0, "int64"), token, h, ids, done])
+    return ids, i
 
 
 def main_pir(out: Path) -> None:
-    raise SystemExit("no PIR half")
+    """The greedy decoder built again in PIR static mode on the gru model's trained weights, save_inference_model'd
+    (src, src_len in; the ids out); Paddle's executor's and its Predictor's (oneDNN off) ids."""
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        src = paddle.static.data("src", [-1, LENGTH], "int64")
+        src_len = paddle.static.data("src_len", [-1], "int64")
+        ids, _ = greedy_decoder(src, src_len)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    scope = paddle.static.global_scope()
+    for name, value in np.load(out / "gru" / "trained.npz").items():
+        scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+    saved = np.load(out / "greedy.npz")
+    feed = {"src": saved["src"], "src_len": saved["src_len"]}
+    (executor,) = exe.run(main, feed=feed, fetch_list=[ids])
+    paddle.static.save_inference_model(str(out / "greedy_pir"), [src, src_len], [ids], exe, program=main)
+    exported = out / "greedy_pir.json"
+    config = paddle.inference.Config(str(exported), str(out / "greedy_pir.pdiparams"))
+    config.disable_mkldnn()
+    predictor = paddle.inference.create_predictor(config)
+    for name, value in feed.items():
+        predictor.get_input_handle(name).copy_from_cpu(value)
+    predictor.run()
+    predicted = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    write_gz(exported, exported.read_bytes())
+    exported.unlink()
+    np.savez(out / "predictor_pir.npz", executor_ids=executor, ids=predicted)
 
 
 if __name__ == "__main__":
