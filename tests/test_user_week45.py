@@ -192,3 +192,24 @@ def test_paddles_pir_greedy_decoder_runs_in_gradc(files):
     paddle = np.load(files / "predictor_pir.npz")
     np.testing.assert_array_equal(ids, paddle["ids"])
     np.testing.assert_array_equal(ids, np.load(files / "greedy.npz")["ids"])
+
+
+def test_evaluate_scores_a_label_smoothed_model_against_its_target_ids(files):
+    """gradc evaluate of the transformer, whose loss is the soft-label cross-entropy of F.label_smooth(F.one_hot(
+    tgt_out)): no accuracy was reported, and --label tgt_out was refused ('no class scores of the program are scored
+    against it'). Now the soft labels are followed back through label_smooth and one_hot to the target ids: the
+    token accuracy over the target lengths, 24 of 88 (what argmax of the tied projection's logits gives)."""
+    folder = files / "transformer"
+    args = ("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data", folder / "data.npz",
+            "--batch-size", 4, "--json")
+    for extra in ((), ("--label", "tgt_out", "--mask", "tgt_len")):
+        run = gradc_cli(*args, *extra)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["acc"] == pytest.approx(24 / 88)
+    logits = gradc_cli("run", folder / "forward.pb", "--params", folder / "trained.npz", "--feed",
+                       folder / "data.npz", "--fetch", "matmul_v2_6.tmp_0=logits", "-o", files / "logits.npz")
+    assert logits.returncode == 0, logits.stderr
+    data = np.load(folder / "data.npz")
+    counted = np.arange(6) < data["tgt_len"][:, None]
+    hits = np.load(files / "logits.npz")["logits"].argmax(-1) == data["tgt_out"]
+    assert (hits[counted].sum(), counted.sum()) == (24, 88)

@@ -44,8 +44,9 @@ def classifiers(program: Program) -> list[Classifier]:
             continue   # an op without its scores: the run names the empty slot
         opdef = registry.get(op.type)
         attrs = {**(opdef.attrs if opdef is not None else {}), **op.attrs}
-        if attrs.get("soft_label"):
-            continue
+        label = _label_source(block, index, op.input("Label")[0])
+        if attrs.get("soft_label") and (label := _smoothed_from(block, index, label)) is None:
+            continue   # soft labels of no one-hot class: nothing the scores' best class could match
         slot, axis = CLASS_LOSSES[op.type]
         scores = op.input(slot)[0]
         var = block.find_var(scores)
@@ -54,8 +55,7 @@ def classifiers(program: Program) -> list[Classifier]:
         classes = None
         if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
             classes = int(shape[axis])
-        ignore = attrs.get("ignore_index")
-        label = _label_source(block, index, op.input("Label")[0])
+        ignore = attrs.get("ignore_index") if not attrs.get("soft_label") else None
         found.append(Classifier(index, op.type, scores, label, axis, classes,
                                 int(ignore) if isinstance(ignore, (int, np.integer)) else None))
     return found
@@ -72,6 +72,22 @@ def _label_source(block, index: int, label: str) -> str:
             return label
         label = sources[0]
     return label
+
+
+def _smoothed_from(block, index: int, soft: str) -> str | None:
+    """The class ids whose one-hot, smoothed by label_smooth or not, are the soft labels ``soft`` of op ``index``
+    (a translation model's F.label_smooth(F.one_hot(target))): its best class is the id's."""
+    for position in range(index - 1, -1, -1):
+        op = block.ops[position]
+        if soft not in op.output_names():
+            continue
+        if op.type == "label_smooth" and not op.input("PriorDist"):
+            soft = op.input("X")[0]
+        elif op.type in ("one_hot", "one_hot_v2"):
+            return _label_source(block, position, op.input("X")[0])
+        else:
+            return None
+    return None
 
 
 def check_indices(program: Program, arrays: dict, source: str, item: str = "array") -> None:
