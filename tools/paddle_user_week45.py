@@ -120,6 +120,43 @@ def transformer_model():
     return token_loss(logits, tgt_out, tgt_len, smooth=True)
 
 
+def while_gru_model():
+    """The gru model with its teacher-forced decoder in a while_loop: the logits written to a tensor array, stacked."""
+    src, src_len, tgt_in, tgt_out, tgt_len = feeds()
+    model = Seq2Seq()
+    enc, keys, pad, h = model.encode(src, src_len)
+
+    def body(i, h, array):
+        logits, h = model.step(paddle.squeeze(paddle.gather(tgt_in, i, axis=1), 1), h, enc, keys, pad)
+        paddle.tensor.array_write(logits, i, array)
+        return i + 1, h, array
+
+    start = [paddle.full([1], 0, "int64"), h, paddle.tensor.create_array("float32")]
+    _, _, array = paddle.static.nn.while_loop(lambda i, h, array: i < LENGTH, body, start)
+    stacked, _ = paddle.tensor.manipulation.tensor_array_to_tensor(array, axis=1, use_stack=True)
+    return token_loss(stacked, tgt_out, tgt_len)
+
+
+def while_gru_program(out: Path, exe) -> dict:
+    """while_gru_model's forward program (the gru model's parameter names) and Paddle's failure to train it."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        loss = while_gru_model()
+        forward = main.clone()
+        optimizer = noam_adam()
+        optimizer.minimize(loss)
+    write_gz(out / "gru_while.pb", without_callstacks(forward))
+    batches = pairs(BATCH)
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        exe.run(startup)
+        try:
+            exe.run(main, feed=batches, fetch_list=[loss])
+            failure = ""
+        except ValueError as exc:
+            failure = str(exc).splitlines()[0]
+    return {"loss": loss.name, "paddle_failure": failure}
+
+
 def noam_adam():
     return paddle.optimizer.Adam(paddle.optimizer.lr.NoamDecay(HIDDEN, 4), grad_clip=nn.ClipGradByGlobalNorm(1.0))
 
@@ -269,6 +306,7 @@ def main(out: Path) -> None:
     greedy_program(out, exe, scope)
     beam_program(out, exe)
     corner_programs(out, exe)
+    meta["gru_while"] = while_gru_program(out, exe)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     pir_half(__file__, out)
 
