@@ -74,8 +74,12 @@ class RankingTally:
         yield from self.lists
         if self.rows:
             scores, relevance, ids = (np.concatenate(part) for part in zip(*self.rows))
-            for query in dict.fromkeys(ids.tolist()):
-                yield scores[ids == query], relevance[ids == query]
+            # grouped in one sort, not a scan of the set per query: queries in order of first appearance, a
+            # query's documents in data order (its ties ranked as the data lists them)
+            _, first, query_of = np.unique(ids, return_index=True, return_inverse=True)
+            groups = np.split(np.argsort(query_of, kind="stable"), np.cumsum(np.bincount(query_of))[:-1])
+            for query in np.argsort(first):
+                yield scores[groups[query]], relevance[groups[query]]
 
     def results(self) -> dict[str, float]:
         ndcg, reciprocal, auc = {k: [] for k in self.topk}, [], []
