@@ -167,10 +167,12 @@ def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
     ("LambdaDecay(0.1, 0.5)", "lr_lambda is a function of the epoch"),
     ("LambdaDecay(0.1, lambda a, b: a)", "takes the epoch, one argument"),
     ("MultiplicativeDecay(0.1, lambda e: 1 / (e - 2))", "at epoch 2: division by zero"),
+    ("LambdaDecay(0.1, lambda e: 10 ** 10 ** 10)", "(34, 'Numerical result out of range')"),
 ])
 def test_a_schedules_lambda_is_read_never_run(files, spec, message):
     """The lambda is evaluated on its syntax tree: a call outside arithmetic and math's functions is refused, as are
-    a value that is no function, two arguments, and a step that divides by zero (named by its epoch)."""
+    a value that is no function, two arguments, and a step that divides by zero or overflows (named by its epoch; a
+    power is taken in floats, so that a huge one fails at once instead of computing a 10-billion-digit integer)."""
     case = "sgd_lambda"
     run = gradc_cli("train", files / case / "train.pb", "--startup", files / case / "startup.pb", "--params",
                     files / "mlp" / "init.npz", "--data", files / "mlp" / "data.npz", "--batch-size", 8,

@@ -12,7 +12,8 @@ from .errors import GradcError
 from .schedule_base import Schedule
 
 BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-          ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+          ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+          ast.Pow: lambda base, exponent: float(base) ** exponent}   # in floats: 10 ** 10 ** 10 overflows at once
 UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
 COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
            ast.NotEq: operator.ne}
