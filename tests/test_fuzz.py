@@ -27,6 +27,16 @@ def test_hostile_inputs_keep_the_cli_contract(seed):
     assert verdict not in fuzzing.BAD, f"seed {seed} ({case.label}): {verdict}: {outcome.stderr[-400:]!r}"
 
 
+@pytest.mark.parametrize("seed", [921, 3283, 8455])
+def test_a_check_with_nothing_to_check_says_one_line_without_the_compiles_warnings(seed):
+    """`make fuzz`'s breaches of 2026-12-03: `check` of a mutated program whose loss no parameter reaches printed the
+    compile's warnings (a per-example loss, parameters without a gradient) before its error line."""
+    case = fuzzing.random_case(seed)
+    outcome = fuzzing.run_case(case, timeout=60)
+    assert case.args[0] == "check" and "nothing to check" in outcome.stderr
+    assert fuzzing.verdict(case, outcome) == "error", outcome.stderr
+
+
 @pytest.mark.parametrize("mutation, expected", [
     ("internal", "internal"), ("two lines", "multiline"), ("accepted", "accepted_invalid"), ("clean", "error")])
 def test_the_verdicts_can_fail(mutation, expected):

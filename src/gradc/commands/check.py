@@ -96,18 +96,21 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
     losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
-    with naming_feed(feed):
+    # the compile's warnings held back until the check has something to check: a check that cannot run says one line
+    with naming_feed(feed), warnings.catch_warnings(record=True) as said:
         _, checks = compare_program(prog, model_inputs(prog, feed_arrays(feed, prog), feed), list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions,
                                     compiled=compiled)
+    if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
+        raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)} (name the loss "
+                         f"with --loss, the vars to check with --wrt)")
+    for warning in said:
+        warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if note:
         warnings.warn(note, GradcNotice, stacklevel=2)
     if not wrt:   # a parameter with no gradient is checked by no row: say which and why
         warn_ungraded(prog.global_block, [c.var for c in checks], losses)
-    if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
-        raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)} (name the loss "
-                         f"with --loss, the vars to check with --wrt)")
     bad = [c.var for c in checks if c.mismatch is not None]
     if as_json:
         reasons = {name: mismatch_reasons(prog.global_block, [name], losses) for name in bad}
