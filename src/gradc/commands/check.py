@@ -62,10 +62,11 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     error."""
     from ..amp_loss import unscaled_loss
     from ..backward import default_loss
-    from ..backward.ungraded import warn_ungraded
+    from ..backward.ungraded import ungraded_parameters, warn_ungraded
     from ..cut_paths import mismatch_reasons
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
+    from ..rnn_flat import flat_buffers
     from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
     whole = prog = load(program)
     if test_mode:
@@ -103,8 +104,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
                                     max_elements=max_elements, float64=True, directions=directions,
                                     compiled=compiled)
     if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
-        raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)} (name the loss "
-                         f"with --loss, the vars to check with --wrt)")
+        _, cut_off = ungraded_parameters(prog.global_block, flat_buffers(prog.global_block), losses)
+        why = "".join(f"; {reason}" for reason in cut_off)   # in the one error line, as the warnings are held back
+        raise GradcError(f"nothing to check: no parameter gets a gradient from {' + '.join(losses)}{why} (name the "
+                         f"loss with --loss, the vars to check with --wrt)")
     for warning in said:
         warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if note:
