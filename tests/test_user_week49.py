@@ -261,7 +261,7 @@ def test_train_evaluates_and_stops_early_by_ndcg(files, tmp_path):
                     "--save-params", tmp_path / "kept.npz", "--json")
     assert run.returncode == 0, run.stderr
     epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
-    assert [sorted(epoch) for epoch in epochs] == [["mean_0.tmp_0", "mrr", "ndcg@5", "query_auc"]] * 2
+    assert [sorted(epoch) for epoch in epochs] == [["hit@5", "mean_0.tmp_0", "mrr", "ndcg@5", "query_auc"]] * 2
     again = gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "kept.npz", "--data", tmp_path /
                       "ranked.npz", "--ranking", f"{score},click,qid", "--topk", 5, "--json")
     kept = max(epochs, key=lambda epoch: epoch["mrr"])

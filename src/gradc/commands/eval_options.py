@@ -49,11 +49,13 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "accuracy: the share of examples whose QUERY embedding finds their own GALLERY embedding among "
                      "the k most similar (dot product) of the whole set, for each k of --topk (captions to images: "
                      "TEXT_EMB,IMAGE_EMB)."),
-        click.option("--ranking", metavar="SCORES,RELEVANCE[,QUERY]", callback=_ranking, help="NDCG@k (each k of "
-                     "--topk), MRR and the mean AUC of each query (query_auc) of a ranker instead of the accuracy, "
-                     "over the whole set: SCORES the program's, [N, L] a query's list a row (--mask its real "
-                     "entries), or [N] a document an example with QUERY the data's query ids; RELEVANCE the data's "
-                     "graded labels (> 0: relevant)."),
+        click.option("--ranking", metavar="SCORES,RELEVANCE[,QUERY]", callback=_ranking, help="NDCG@k and hit@k "
+                     "(each k of --topk), MRR and the mean AUC of each query (query_auc) of a ranker instead of the "
+                     "accuracy, over the whole set: SCORES the program's, [N, L] a query's list a row (--mask its "
+                     "real entries), or [N] a document an example with QUERY the data's query ids; RELEVANCE the "
+                     "data's graded labels (> 0: relevant), or with scores [N, L] one integer a row, the index of "
+                     "its relevant entry (a next-item model's scores over the catalogue and the item that came "
+                     "next)."),
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 

@@ -78,13 +78,15 @@ def counted_positions(mask, labels_shape: Sequence[int]) -> np.ndarray | None:
     return None
 
 
-def checked_mask(arrays: Mapping, mask: str | None, label: str, source: str) -> str | None:
-    """The mask named, if it marks the labels: of their shape, or a length per example along their axis 1."""
+def checked_mask(arrays: Mapping, mask: str | None, label: str, source: str,
+                 shape: Sequence[int] | None = None) -> str | None:
+    """The mask named, if it marks the labels: of their shape (or ``shape``, that of the entries they pick from), or a
+    length per example along their axis 1."""
     if mask is None:
         return None
     if mask not in arrays:
         raise GradcError(f"{source}: --mask {mask}: the data has no such array (it holds {', '.join(arrays)})")
-    value, shape = np.asarray(arrays[mask]), np.shape(arrays[label])
+    value, shape = np.asarray(arrays[mask]), np.shape(arrays[label]) if shape is None else tuple(shape)
     if counted_positions(value, shape) is None:
         raise GradcError(f"{source}: --mask {mask} ({value.dtype}, {list(value.shape)}) marks neither each label of "
                          f"'{label}' {list(shape)} (nonzero: counted) nor, as integers, the length of each example's "

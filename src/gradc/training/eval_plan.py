@@ -13,7 +13,7 @@ from ..ir import Program
 from .accuracy import accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
-from .ranking import ranking_keys
+from .ranking import item_ids, ranking_keys
 from .retrieval import recall_key
 from .set_metrics import loss_lengths
 
@@ -58,7 +58,7 @@ class EvalMetrics:
 
     def names(self) -> list[str]:
         """The names its numbers are reported by where the program's scores allow them (higher is better for each):
-        recall@K, ndcg@K, mrr and query_auc, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
+        recall@K, ndcg@K, hit@K, mrr and query_auc, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
         ks = sorted(set(self.topk))
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
         names += ranking_keys(ks) if self.ranking else []
@@ -82,8 +82,11 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
         if mask is None:
             mask = _loss_lengths(evaluation, data_arrays(data), np.shape(labels))
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
-    elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries
-        evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.ranking[1], data.source)
+    elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries, a catalogue's padding item
+        relevance = np.asarray(data_arrays(data)[evaluation.ranking[1]])
+        rows = [relevance.shape[0], declared_shape(evaluation.program, evaluation.ranking[0])[-1]]
+        evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.ranking[1], data.source,
+                                       rows if item_ids(relevance, rows) else None)
     elif mask is not None:
         raise GradcError(f"{data.source}: --mask {mask}: no class scores are scored against labels, so no labels to "
                          f"leave out")

@@ -2,9 +2,12 @@
 against the data's graded relevance, a query at a time. Two layouts: scores [N, L], a row a query's list (a listwise
 model's, its padded entries left out by the mask); or scores [N] / [N, 1], a document an example, grouped by the data's
 array of query ids (a pointwise or pairwise model's). A query's documents are ranked by score, highest first, ties in
-their order in the data; NDCG's gain is 2^relevance - 1 and its discount 1 / log2(rank + 1). Each metric is the mean
-over the queries it is defined for: NDCG and MRR over those with a relevant document (relevance > 0), the AUC (the
-share of relevant-irrelevant pairs scored in order, a tie counting half) over those with both."""
+their order in the data; NDCG's gain is 2^relevance - 1 and its discount 1 / log2(rank + 1). With scores [N, L], the
+relevance may instead be an integer a row, the index of the row's one relevant entry (a next-item recommender's scores
+over the catalogue against the item that came next). Each metric is the mean over the queries it is defined for:
+NDCG, hit@k (a relevant document among the k best scored) and MRR over those with a relevant document
+(relevance > 0), the AUC (the share of relevant-irrelevant pairs scored in order, a tie counting half) over those
+with both."""
 
 from __future__ import annotations
 
@@ -63,12 +66,24 @@ class RankingTally:
                                  f"values and {ids.size} query ids: one each a document")
             self.rows.append((scores.reshape(-1), relevance.reshape(-1), ids))
             return
+        if item_ids(batch[self.ranking[1]], scores.shape):
+            relevance = self._one_hot(np.asarray(batch[self.ranking[1]]), scores.shape)
         if scores.shape != relevance.shape:
             raise GradcError(f"{source}: --ranking: the scores {list(scores.shape)} and the relevance "
                              f"'{self.ranking[1]}' {list(relevance.shape)} differ in shape")
         kept = counted_positions(np.asarray(batch[self.mask]), relevance.shape) if self.mask else None
         kept = np.ones(relevance.shape, bool) if kept is None else kept
         self.lists += [(row[keep], rel[keep]) for row, rel, keep in zip(scores, relevance, kept)]
+
+    def _one_hot(self, ids: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        ids = ids.reshape(-1)
+        outside = ids[(ids < 0) | (ids >= shape[1])]
+        if outside.size:
+            raise GradcError(f"{self.source}: --ranking: '{self.ranking[1]}' names entry {outside[0]}, outside the "
+                             f"{shape[1]} entries a row of the scores '{self.ranking[0]}' holds")
+        relevance = np.zeros(shape)
+        relevance[np.arange(shape[0]), ids] = 1.0
+        return relevance
 
     def queries(self):
         yield from self.lists
@@ -82,13 +97,14 @@ class RankingTally:
                 yield scores[groups[query]], relevance[groups[query]]
 
     def results(self) -> dict[str, float]:
-        ndcg, reciprocal, auc = {k: [] for k in self.topk}, [], []
+        ndcg, hits, reciprocal, auc = {k: [] for k in self.topk}, {k: [] for k in self.topk}, [], []
         for scores, relevance in self.queries():
             ranked = relevance[np.argsort(-scores, kind="stable")]
             if (ranked > 0).any():
                 ideal = np.sort(relevance)[::-1]
                 for k in self.topk:
                     ndcg[k].append(_dcg(ranked[:k]) / _dcg(ideal[:k]))
+                    hits[k].append(float((ranked[:k] > 0).any()))
                 reciprocal.append(1.0 / (1 + np.flatnonzero(ranked > 0)[0]))
             good, bad = scores[relevance > 0], scores[relevance <= 0]
             if good.size and bad.size:
@@ -99,13 +115,22 @@ class RankingTally:
             undefined = "NDCG, MRR and the AUC are" if not reciprocal else "the AUC is"
             raise GradcError(f"{self.source}: --ranking: no query of the set has {lacking} in '{self.ranking[1]}': "
                              f"{undefined} undefined")
-        means = [float(np.mean(values)) for values in [*ndcg.values(), reciprocal, auc]]
+        means = [float(np.mean(values)) for values in [*ndcg.values(), *hits.values(), reciprocal, auc]]
         return dict(zip(ranking_keys(self.topk), means))
 
 
 def ranking_keys(topk: Sequence[int]) -> list[str]:
-    """The names of the metrics, in order: ndcg@K for each k (1 without any), mrr, query_auc."""
-    return [f"ndcg@{k}" for k in sorted(set(topk or [1]))] + ["mrr", "query_auc"]
+    """The names of the metrics, in order: ndcg@K then hit@K for each k (1 without any), mrr, query_auc."""
+    ks = sorted(set(topk or [1]))
+    return [f"ndcg@{k}" for k in ks] + [f"hit@{k}" for k in ks] + ["mrr", "query_auc"]
+
+
+def item_ids(relevance, scores_shape: Sequence[int]) -> bool:
+    """Whether ``relevance`` holds one integer a row of scores [N, L], the index of its relevant entry, rather than
+    graded relevance of the scores' shape."""
+    relevance = np.asarray(relevance)
+    return (relevance.dtype.kind in "iu" and len(scores_shape) == 2 and relevance.shape[:1] == tuple(scores_shape[:1])
+            and relevance.size == scores_shape[0] and relevance.ndim <= 2)
 
 
 def _dcg(relevance: np.ndarray) -> float:

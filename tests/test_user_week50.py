@@ -1,0 +1,154 @@
+"""A sequential-recommendation engineer's week (docs/tools.md): SASRec (item embedding with padding_idx 0, learned
+positions, causal TransformerEncoderLayer blocks, LayerNorm) trained by BPR over sampled negatives under Adam and a
+LinearWarmup schedule, and by full softmax cross entropy (ignore_index 0) through the item table's transpose under
+AdamW; GRU4Rec (nn.GRU with sequence lengths) under Adam; against Paddle 3.3.1's (tools/paddle_user_week50.py);
+central differences; the last position's scores over the catalogue exported, run, and scored by hit@K and NDCG@K of
+the next item. Each fault found, as the behaviour it has now."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cli_inprocess import gradc_cli
+from fixtures import DATA, unpacked
+
+WEEK = DATA / "user_week50"
+META = json.loads((WEEK / "meta.json").read_text())
+MODELS = ("sasrec_bpr", "sasrec_ce", "gru4rec")
+WARMUP = "LinearWarmup(0.01, 3, 0.0, 0.01)"
+COMPILE = {"sasrec_bpr": ("--optimizer", "adam", "--lr-schedule", WARMUP),
+           "sasrec_ce": ("--optimizer", "adamw", "--lr", 0.01, "--weight-decay", 0.01),
+           "gru4rec": ("--optimizer", "adam", "--lr", 0.01)}
+TRAIN = {"sasrec_bpr": ("--lr-schedule", WARMUP)}
+# the attention key projections' biases: their gradient is zero but for rounding (a softmax is shift-invariant), which
+# Adam's normalisation turns into steps of the rate's size
+SHIFT_INVARIANT = {"sasrec_bpr": {"linear_1.b_0"}, "sasrec_ce": {"linear_7.b_0", "linear_13.b_0"}}
+SCORES = "matmul_v2_4.tmp_0_slice_0"   # sasrec_ce's last position's scores over the catalogue
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The week's files unpacked, a folder a model; each model's first batch; the held-out next items."""
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week50"), MODELS)
+    for model in MODELS:
+        data = np.load(out / model / "data.npz")
+        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
+    test = np.load(out / "sasrec_ce" / "test.npz")
+    np.savez(out / "heldout.npz", seq=test["seq"], next_item=test["next_item"])
+    return out
+
+
+def _losses(run) -> list:
+    assert run.returncode == 0, run.stderr
+    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
+            if line["event"] == "step"]
+
+
+def _train(program, startup, folder, *extra):
+    return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 8,
+                     "--json", "--log-every", 1, *extra)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
+    """gradc compile with the user's optimizer and train from Paddle's initial weights: 5 steps give Paddle's losses
+    to 1e-6 relative and its weights to 3e-7, the warmup schedule given to train, AdamW's decay and the GRU's
+    sequence lengths included (no fault)."""
+    folder = files / model
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", *COMPILE[model])
+    assert compiled.returncode == 0, compiled.stderr
+    run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
+                 folder / "init.npz", "--save-params", folder / "trained_gradc.npz", *TRAIN.get(model, ()))
+    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
+    assert sorted(ours.files) == sorted(paddle.files)
+    for name in set(paddle.files) - SHIFT_INVARIANT.get(model, set()):
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_paddles_own_training_programs_train_in_gradc(files, model):
+    """Paddle's own minimize() programs from its startup give its 5 losses (1e-6) (no fault)."""
+    run = _train(files / model / "train.pb", files / model / "startup.pb", files / model, *TRAIN.get(model, ()))
+    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_run_gives_paddles_outputs(files, model):
+    """gradc run on Paddle's trained weights gives each output its executor gave on the first batch: BPR's positive
+    and negative logits, the tied output layer's logits at every position, the GRU's final state (no fault)."""
+    outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
+    fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
+    run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
+                    files / model / "first.npz", *fetches, "-o", files / f"{model}_outputs.npz")
+    assert run.returncode == 0, run.stderr
+    ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+    for key in outputs:
+        np.testing.assert_allclose(ours[key], paddle[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_check_of_each_recommender_against_central_differences(files, model):
+    """gradc check on Paddle's trained weights: every parameter agrees with float64 central differences, through the
+    causal -inf mask, the padding row, the tied output layer and the GRU's lengths (no fault)."""
+    run = gradc_cli("check", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
+                    files / model / "first.npz", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["problems"] == [] and len(result["vars"]) == len(np.load(files / model / "init.npz").files) - (
+        model == "gru4rec")   # the GRU's flat weight buffer, which no op reads
+
+
+def _ranks(scores: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Each row's 0-based rank of its item, highest score first (no ties in these scores)."""
+    return (scores > scores[np.arange(len(items)), items][:, None]).sum(axis=1)
+
+
+def test_exported_scorer_runs_to_paddles_scores(files):
+    """gradc export of gradc's compilation, last position's scores as 'scores': the .pdmodel and the PIR .json run to
+    the scores Paddle's pruned scorer gave on the held-out sequences (no fault)."""
+    folder = files / "sasrec_ce"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", folder / "ce.pb", *COMPILE["sasrec_ce"]).returncode == 0
+    paddle = np.load(folder / "test.npz")["scores"]
+    for target in ("sasrec.pdmodel", "sasrec.json"):
+        export = gradc_cli("export", folder / "ce.pb", "--params", folder / "trained.npz", "--input", "seq",
+                           "--fetch", f"{SCORES}=scores", "-o", files / target)
+        assert export.returncode == 0, export.stderr
+        params = files / target.replace(".pdmodel", ".pdiparams").replace(".json", ".pdiparams")
+        run = gradc_cli("run", files / target, "--params", params, "--feed", files / "heldout.npz", "-o",
+                        files / f"{target}.npz")
+        assert run.returncode == 0, run.stderr
+        np.testing.assert_allclose(np.load(files / f"{target}.npz")["scores"], paddle, rtol=1e-5, atol=2e-6)
+
+
+def test_ranking_takes_the_next_item_id_for_hit_and_ndcg(files):
+    """evaluate --ranking SCORES,NEXT_ITEM of scores over the catalogue [N, 30] against the id of the item that came
+    next [N]: hit@K and NDCG@K as numpy gives them from Paddle's scores, MRR and the AUC too; --mask leaves the
+    padding item 0 out of the ranking. It was refused: "the scores [16, 30] and the relevance 'next_item' [16] differ
+    in shape", and reported no hit@K at all."""
+    folder = files / "sasrec_ce"
+    export = gradc_cli("export", folder / "forward.pb", "--params", folder / "trained.npz", "--input", "seq",
+                       "--fetch", f"{SCORES}=scores", "-o", files / "ranked")
+    assert export.returncode == 0, export.stderr
+    test = np.load(folder / "test.npz")
+    catalogue = np.ones((len(test["seq"]), 30), np.int64)
+    catalogue[:, 0] = 0
+    np.savez(files / "heldout_masked.npz", seq=test["seq"], next_item=test["next_item"], catalogue=catalogue)
+    for data, mask, scores, items in (("heldout.npz", (), test["scores"], test["next_item"]),
+                                      ("heldout_masked.npz", ("--mask", "catalogue"), test["scores"][:, 1:],
+                                       test["next_item"] - 1)):
+        run = gradc_cli("evaluate", files / "ranked.pdmodel", "--params", files / "ranked.pdiparams", "--data",
+                        files / data, "--ranking", "scores,next_item", "--topk", "1,5,10", *mask, "--json")
+        assert run.returncode == 0, run.stderr
+        result, ranks = json.loads(run.stdout), _ranks(scores, items)
+        for k in (1, 5, 10):
+            assert result[f"hit@{k}"] == pytest.approx(np.mean(ranks < k), abs=1e-12)
+            assert result[f"ndcg@{k}"] == pytest.approx(np.mean(np.where(ranks < k, 1 / np.log2(ranks + 2), 0)),
+                                                        abs=1e-6)
+        assert result["mrr"] == pytest.approx(np.mean(1 / (ranks + 1)), abs=1e-6)
+        assert result["query_auc"] == pytest.approx(np.mean(1 - ranks / (scores.shape[1] - 1)), abs=1e-6)
+    np.savez(files / "heldout_bad.npz", seq=test["seq"], next_item=test["next_item"] + 30)
+    run = gradc_cli("evaluate", files / "ranked.pdmodel", "--params", files / "ranked.pdiparams", "--data",
+                    files / "heldout_bad.npz", "--ranking", "scores,next_item")
+    assert run.returncode == 1 and run.stderr.startswith("gradc: error: ") and "outside the 30 entries" in run.stderr
