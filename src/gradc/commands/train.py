@@ -62,8 +62,8 @@ from .train_report import JsonLinesReporter
               "first --fetch (the loss; or --monitor) has not improved for N epochs in a row, and keep the best "
               "epoch's parameters (what --save-params writes; a checkpoint also holds them).")
 @click.option("--monitor", metavar="NAME", help="The --fetch'ed scalar --early-stop watches (default: the first), "
-              "or a metric asked of --eval (acc, acc_topK, miou, recall@K, ndcg@K, hit@K, mrr, query_auc). Higher is better "
-              "for a metric and for an accuracy or auc op's output, lower for anything else.")
+              "or a metric asked of --eval (acc, acc_topK, miou, recall@K, ndcg@K, hit@K, mrr, query_auc). Higher is "
+              "better for a metric and for an accuracy or auc op's output, lower for anything else.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "

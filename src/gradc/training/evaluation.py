@@ -174,12 +174,12 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
     scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
     from the confusion matrix of the whole set. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
-    instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and "query_auc"
-    (ranking.py), ``mask`` marking a listwise ranker's real entries. Labels equal to ``ignore_index`` (default: the
-    loss op's), and those the data's array ``mask`` marks 0 or puts past a length, are left out of both. The data is
-    checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise) draw, from the
-    startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout dropping and batch
-    norm normalising by the batch, as the program trains."""
+    instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
+    "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries. Labels equal to ``ignore_index``
+    (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a length, are left out of both.
+    The data is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise)
+    draw, from the startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout
+    dropping and batch norm normalising by the batch, as the program trains."""
     from ..io import load
     from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)

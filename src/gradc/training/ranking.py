@@ -129,8 +129,8 @@ def item_ids(relevance, scores_shape: Sequence[int]) -> bool:
     """Whether ``relevance`` holds one integer a row of scores [N, L], the index of its relevant entry, rather than
     graded relevance of the scores' shape."""
     relevance = np.asarray(relevance)
-    return (relevance.dtype.kind in "iu" and len(scores_shape) == 2 and relevance.shape[:1] == tuple(scores_shape[:1])
-            and relevance.size == scores_shape[0] and relevance.ndim <= 2)
+    return (relevance.dtype.kind in "iu" and len(scores_shape) == 2 and relevance.ndim <= 2
+            and relevance.shape[:1] == tuple(scores_shape[:1]) and relevance.size == scores_shape[0])
 
 
 def _dcg(relevance: np.ndarray) -> float:
