@@ -152,3 +152,33 @@ def test_ranking_takes_the_next_item_id_for_hit_and_ndcg(files):
     run = gradc_cli("evaluate", files / "ranked.pdmodel", "--params", files / "ranked.pdiparams", "--data",
                     files / "heldout_bad.npz", "--ranking", "scores,next_item")
     assert run.returncode == 1 and run.stderr.startswith("gradc: error: ") and "outside the 30 entries" in run.stderr
+
+
+def test_held_out_next_items_evaluate_the_training_program_without_its_targets(files):
+    """evaluate (and train --eval) of the compiled training program on held-out sequences and their next items, which
+    hold no per-position 'target' for the loss: the loss is left out with a note and the ranking metrics are those of
+    the exported scorer; an --early-stop watching that loss is refused up front, naming a metric to watch. It failed:
+    "the fetches need 'target', which is neither fed nor computed from the feeds"."""
+    folder = files / "sasrec_ce"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", folder / "ce2.pb", *COMPILE["sasrec_ce"]).returncode == 0
+    ranking = ("--ranking", f"{SCORES},next_item", "--topk", "5,10")
+    run = gradc_cli("evaluate", folder / "ce2.pb", "--params", folder / "trained.npz", "--data", files / "heldout.npz",
+                    *ranking, "--json")
+    assert run.returncode == 0, run.stderr
+    assert "the loss 'tmp_14' needs 'target', which the data does not hold" in run.stderr
+    result, test = json.loads(run.stdout), np.load(folder / "test.npz")
+    ranks = _ranks(test["scores"], test["next_item"])
+    assert "loss" not in result and result["unfed_losses"] == {"tmp_14": "target"}
+    assert result["hit@10"] == pytest.approx(np.mean(ranks < 10), abs=1e-12)
+    text = gradc_cli("evaluate", folder / "ce2.pb", "--params", folder / "trained.npz", "--data",
+                     files / "heldout.npz", *ranking)
+    assert "loss: none (tmp_14 needs 'target', which the data does not hold)" in text.stdout
+    train = ("train", folder / "ce2.pb", "--startup", folder / "ce2.startup.pb", "--params", folder / "init.npz",
+             "--data", folder / "data.npz", "--batch-size", 8, "--eval", files / "heldout.npz", *ranking)
+    run = gradc_cli(*train, "--json")
+    assert run.returncode == 0, run.stderr
+    epoch = next(line for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch")
+    assert epoch["eval"]["hit@10"] == pytest.approx(result["hit@10"], abs=1e-12)   # 5 steps: Paddle's weights
+    refused = gradc_cli(*train, "--early-stop", 1)
+    assert refused.returncode == 1 and "early stopping watches 'tmp_14', which needs 'target'" in refused.stderr
+    assert "--monitor ndcg@5" in refused.stderr

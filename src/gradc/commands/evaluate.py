@@ -73,9 +73,12 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     lines = [f"examples: {results['examples']:,}"]
     if "loss" in results:
         lines.append(f"loss: {results['loss']:.6g} ({' + '.join(results['loss_vars'])})")
+    elif unfed := results.get("unfed_losses"):
+        lines.append("loss: none (" + ", ".join(f"{loss} needs '{name}', which the data does not hold"
+                                                for loss, name in unfed.items()) + ")")
     else:
         lines.append(_no_loss(prog, fetches))
-    skipped = {"examples", "loss", "loss_var", "loss_vars", results.get("loss_var")}   # several: each listed
+    skipped = {"examples", "loss", "loss_var", "loss_vars", "unfed_losses", results.get("loss_var")}   # several: each
     lines += [f"{name}: {_shown(value)}" for name, value in results.items() if name not in skipped]
     click.echo("\n".join(lines))
 

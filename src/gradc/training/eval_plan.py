@@ -24,6 +24,7 @@ class EvalPlan:
     feeds: list[str]                   # the data's arrays the program takes
     scalars: list[str]                 # averaged over the examples, the losses (if any) first
     losses: list[str] = field(default_factory=list)   # several: the loss is their sum
+    unfed: dict[str, str] = field(default_factory=dict)   # a loss left out -> the input the data does not hold
     scores: str | None = None          # class scores (accuracy), along ``axis``
     label: str | None = None           # the data's array of class labels
     axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)

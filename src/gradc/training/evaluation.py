@@ -34,7 +34,7 @@ from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels
 from .history import default_fetch, scalar
 from .labels import classifiers
-from .programs import forward_part, prune
+from .programs import forward_part, missing_inputs, prune
 from .ranking import RankingTally, check_ranking, parse_ranking
 from .retrieval import RecallTally, check_towers, parse_pair
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
@@ -56,13 +56,18 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     for name in losses:
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
+    unfed = {}
+    if ranking or recall:   # held-out data for a metric need not hold what the loss alone reads (its targets)
+        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall")
+        losses = [name for name in losses if name not in unfed]
+        fetch = None if fetch is None else [name for name in fetch if name not in unfed]
     asked = list(fetch) if fetch is not None else losses
     scalars = [name for name in dict.fromkeys(asked) if name in written]
     if fetch and not scalars:
         raise GradcError(f"evaluation: none of the fetched vars ({', '.join(fetch) or 'none'}) is computed by the "
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
-    result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars])
+    result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
     if miou or topk and not recall and not ranking:   # --topk's k are recall@k's or NDCG@k's there
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
@@ -86,6 +91,17 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
     return result
+
+
+def _unfed_losses(forward: Program, names: Sequence[str], losses: Sequence[str], metric: str) -> dict[str, str]:
+    """The losses needing an input the data does not hold, each with the first such input; a note names each."""
+    unfed = {}
+    for name in losses:
+        if missing := missing_inputs(forward, [name], names):
+            unfed[name] = missing[0]
+            warnings.warn(f"the loss '{name}' needs '{missing[0]}', which the data does not hold: {metric} is "
+                          f"evaluated without the loss", GradcNotice, stacklevel=4)
+    return unfed
 
 
 def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str], metrics: EvalMetrics) -> EvalPlan:
@@ -213,6 +229,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         one = evaluation.losses[0] if len(evaluation.losses) == 1 else None
         results.update(loss=sum(means[name] for name in evaluation.losses), loss_var=one,
                        loss_vars=evaluation.losses)
+    if evaluation.unfed:
+        results["unfed_losses"] = evaluation.unfed
     accuracy = {name: value for name, value in means.items() if name not in evaluation.scalars}
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
 

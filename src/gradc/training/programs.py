@@ -189,23 +189,37 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
             role = "fetch" if name in fetches else "input"
             raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
                              + (f" (did you mean '{close}'?)" if close else ""))
+    block.ops, needed = _needed_ops(pruned, fetches, feeds)
+    for name in _unfed(block, needed, feeds):
+        feed_it = (f"the data has no array '{name}': add one" if from_data else
+                   f"feed it: --input {name} on the command line, feeds= in Python")
+        raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
+                         f"({feed_it}; or fetch something that does not depend on it)")
+    drop_unused_vars(pruned, keep=[*fetches, *feeds])
+    return pruned
+
+
+def missing_inputs(program: Program, fetches: list[str], feeds: Iterable[str]) -> list[str]:
+    """The vars ``fetches`` need from outside block 0 that ``feeds`` leave out (not persistable: inputs)."""
+    feeds = set(feeds)
+    return _unfed(program.global_block, _needed_ops(program, fetches, feeds)[1], feeds)
+
+
+def _needed_ops(program: Program, fetches: list[str], feeds: set[str]) -> tuple[list, set[str]]:
+    """The block-0 ops the fetches need, fed vars cutting the graph above them, and every var they read."""
     needed, kept = set(fetches), []
-    for op in reversed(block.ops):
+    for op in reversed(program.global_block.ops):
         outputs = set(op.output_names())
         if outputs & needed and not outputs <= feeds:
             kept.append(op)
-            needed |= referenced_names(pruned, op) - outputs | (set(op.input_names()) & outputs)
-    block.ops = kept[::-1]
+            needed |= referenced_names(program, op) - outputs | (set(op.input_names()) & outputs)
+    return kept[::-1], needed
+
+
+def _unfed(block, needed: set[str], feeds: set[str]) -> list[str]:
     written = {name for op in block.ops for name in op.output_names()}
-    for name in sorted(needed - written - feeds):
-        var = block.find_var(name)
-        if var is not None and not var.persistable:
-            feed_it = (f"the data has no array '{name}': add one" if from_data else
-                       f"feed it: --input {name} on the command line, feeds= in Python")
-            raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
-                             f"({feed_it}; or fetch something that does not depend on it)")
-    drop_unused_vars(pruned, keep=[*fetches, *feeds])
-    return pruned
+    return [name for name in sorted(needed - written - feeds)
+            if block.find_var(name) is not None and not block.find_var(name).persistable]
 
 
 def fetched_part(program: Program, fetches: list[str], fed: Iterable[str]) -> Program:

@@ -145,6 +145,11 @@ class Trainer:
             check_fits((plan := self._eval_plan(eval_data, fitted=False)).program, only_read(eval_data, plan.feeds),
                        batch_size, labels_of=self.program, evaluated=True)   # a ranker's query ids: no input
             self._eval_plan(eval_data)   # a k past the class count, a --mask not there: refused before the first step
+            watched = self.early_stopping.monitor if self.early_stopping else None
+            if watched in plan.unfed:
+                raise GradcError(f"{eval_data.source}: early stopping watches '{watched}', which needs "
+                                 f"'{plan.unfed[watched]}', not in the eval data: watch a metric of the evaluation "
+                                 f"(--monitor {self.metrics.names()[0]})")
 
     def _eval_plan(self, data: Dataset | OneBatch, fitted: bool = True) -> EvalPlan:
         """``data``'s evaluation plan, fitted to its labels (fit_labels) once per data set unless not ``fitted``."""
