@@ -100,6 +100,15 @@ def test_check_of_each_recommender_against_central_differences(files, model):
         model == "gru4rec")   # the GRU's flat weight buffer, which no op reads
 
 
+def test_paddles_pir_training_program_trains_in_gradc(files):
+    """The BPR SASRec built and minimized by Paddle in PIR static mode (its startup draws the legacy run's values)
+    trains in gradc, the warmup given to train, to Paddle's 5 PIR losses (1e-6) (no fault)."""
+    run = _train(files / "sasrec_bpr_pir_train.json", files / "sasrec_bpr_pir_startup.json", files / "sasrec_bpr",
+                 "--params", files / "sasrec_bpr" / "init.npz", *TRAIN["sasrec_bpr"])
+    pir = json.loads((WEEK / "pir_losses.json").read_text())["sasrec_bpr"]
+    np.testing.assert_allclose(_losses(run), pir, rtol=1e-6)
+
+
 def _ranks(scores: np.ndarray, items: np.ndarray) -> np.ndarray:
     """Each row's 0-based rank of its item, highest score first (no ties in these scores)."""
     return (scores > scores[np.arange(len(items)), items][:, None]).sum(axis=1)

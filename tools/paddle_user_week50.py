@@ -15,6 +15,8 @@ Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), 
 trained.npz, outputs.npz (first batch, trained weights), losses in meta.json. sasrec_ce's scorer.pb: the last
 position's scores over the catalogue (a clone before the loss, pruned to them), and test.npz its held-out sequences
 with their next items.
+PIR half (a second interpreter): sasrec_bpr_pir_train.json, _pir_startup.json and pir_losses.json: the BPR model
+built and minimized in PIR static mode (the legacy run's initial values), Paddle's losses on the legacy data.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week50.py tests/data/paddle/user_week50
 """
@@ -27,7 +29,8 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, run_steps, without_callstacks, write_gz
+from paddle.base import core
+from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
 
 ITEMS, LENGTH, HIDDEN, HEADS, STEPS, BATCH, TEST = 30, 6, 16, 2, 5, 8, 16
 RNG = np.random.default_rng(50)
@@ -47,6 +50,11 @@ def sequences(count: int, left: bool) -> tuple[np.ndarray, np.ndarray]:
         else:
             walks[row, :size] = items
     return walks, sizes
+
+
+def named(value) -> str:
+    """A var's name (PIR values have none to give)."""
+    return "" if paddle.base.framework.in_pir_mode() else value.name
 
 
 class SASRec(nn.Layer):
@@ -77,7 +85,7 @@ def sasrec_bpr():
     real = paddle.cast(pos > 0, "float32")
     bpr = -F.log_sigmoid(pos_logit - neg_logit)
     loss = paddle.sum(bpr * real) / paddle.sum(real)
-    return loss, {"pos_logit": pos_logit.name, "neg_logit": neg_logit.name}
+    return loss, {"pos_logit": named(pos_logit), "neg_logit": named(neg_logit)}
 
 
 def sasrec_ce(scorer_out: list | None = None):
@@ -90,7 +98,7 @@ def sasrec_ce(scorer_out: list | None = None):
         scorer_out.append(last)
     target = paddle.static.data("target", [-1, LENGTH], "int64")
     loss = F.cross_entropy(logits, target, ignore_index=0)
-    return loss, {"logits": logits.name, "last": last.name}
+    return loss, {"logits": named(logits), "last": last.name}
 
 
 def gru4rec():
@@ -101,7 +109,7 @@ def gru4rec():
     _, final = nn.GRU(HIDDEN, HIDDEN)(embedded, sequence_length=lengths)
     logits = nn.Linear(HIDDEN, ITEMS)(paddle.squeeze(final, 0))
     loss = F.cross_entropy(logits, label)
-    return loss, {"logits": logits.name, "final": final.name}
+    return loss, {"logits": named(logits), "final": named(final)}
 
 
 def data(name: str, count: int = BATCH * STEPS) -> dict:
@@ -158,7 +166,46 @@ def train_model(out: Path, name: str, exe) -> dict:
     np.savez_compressed(folder / "data.npz", **batches)
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
-    return {**names, "loss": loss.name, "losses": losses}
+    return {**names, "loss": named(loss), "losses": losses}
+
+
+def pir_training(out: Path, name: str) -> list[float]:
+    """The model built and minimized in PIR static mode: NAME_pir_train.json (the loss fetched as "loss") /
+    NAME_pir_startup.json, its losses on the legacy run's data from its initial values, the legacy run's."""
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        main.random_seed = startup.random_seed = 50
+        loss, _ = MODELS[name]()
+        optimizer = OPTIMIZERS[name]()
+        optimizer.minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
+        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
+        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
+        (out / f"{stem}.json").unlink()
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    data = dict(np.load(out / name / "data.npz"))
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+        legacy = np.load(out / name / "init.npz")   # the same draws under the same names: no file of its own
+        for key in (key for key in names if not key.startswith("learning_rate")):   # the scheduler's rate aside
+            np.testing.assert_array_equal(np.array(scope.var(key).get_tensor()), legacy[key])
+        losses = []
+        for step in range(STEPS):
+            feed = {k: v[step * BATCH:(step + 1) * BATCH] for k, v in data.items()}
+            losses.append(float(exe.run(main, feed=feed, fetch_list=[loss])[0]))
+            if isinstance(optimizer._learning_rate, paddle.optimizer.lr.LRScheduler):
+                optimizer._learning_rate.step()
+    paddle.disable_static()
+    return losses
+
+
+def main_pir(out: Path) -> None:
+    """The BPR SASRec (its warmup schedule) trained in PIR static mode."""
+    losses = {name: pir_training(out, name) for name in ("sasrec_bpr",)}
+    (out / "pir_losses.json").write_text(json.dumps(losses, indent=1) + "\n")
 
 
 def main(out: Path) -> None:
@@ -169,8 +216,8 @@ def main(out: Path) -> None:
     exe = paddle.static.Executor(paddle.CPUPlace())
     meta = {name: train_model(out, name, exe) for name in MODELS}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    pir_half(__file__, out)
 
 
 if __name__ == "__main__":
-    import sys
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)
