@@ -197,8 +197,9 @@ def test_a_host_written_schedule_is_named_at_compile_and_a_rate_stuck_at_0_warne
     assert stuck.returncode == 0
     assert stuck.stderr.splitlines() == [
         "gradc: warning: the learning rate 'learning_rate_0' is 0 and no op of the program changes it, so no step "
-        "will move the parameters: a Paddle scheduler given to gradc compile --lr-schedule is written by the host, so "
-        "give gradc train the same --lr-schedule (or --lr RATE)"]
+        "will move the parameters: a Paddle scheduler (given to Paddle's optimizer, as a warm-up from 0, or to gradc "
+        "compile --lr-schedule) is stepped by the host, so give gradc train the same one, --lr-schedule 'NAME(...)' "
+        "(or --lr RATE)"]
     scheduled = gradc_cli(*train, "--lr-schedule", LINEAR, "--log-every", "1")
     assert scheduled.returncode == 0 and scheduled.stderr == "", scheduled.stderr
     losses = [line["values"]["mean_0.tmp_0"] for line in map(json.loads, scheduled.stdout.splitlines())

@@ -100,6 +100,19 @@ def test_check_of_each_recommender_against_central_differences(files, model):
         model == "gru4rec")   # the GRU's flat weight buffer, which no op reads
 
 
+def test_a_paddle_warmup_left_out_of_train_is_named_as_paddles_own(files):
+    """Paddle's own minimize() program under LinearWarmup from 0, trained without --lr-schedule: every step at the
+    startup's rate, 0 (the third loss is not Paddle's), and the warning says a scheduler given to Paddle's optimizer is
+    the host's to step. It said only "a Paddle scheduler given to gradc compile --lr-schedule is written by the host",
+    which this program never saw."""
+    run = _train(files / "sasrec_bpr" / "train.pb", files / "sasrec_bpr" / "startup.pb", files / "sasrec_bpr")
+    losses = _losses(run)
+    assert losses[:2] == pytest.approx(META["sasrec_bpr"]["losses"][:2], rel=1e-6)
+    assert losses[2] != pytest.approx(META["sasrec_bpr"]["losses"][2], rel=1e-4)
+    assert "a Paddle scheduler (given to Paddle's optimizer, as a warm-up from 0, or to gradc compile --lr-schedule) " \
+           "is stepped by the host" in run.stderr
+
+
 def test_paddles_pir_training_program_trains_in_gradc(files):
     """The BPR SASRec built and minimized by Paddle in PIR static mode (its startup draws the legacy run's values)
     trains in gradc, the warmup given to train, to Paddle's 5 PIR losses (1e-6) (no fault)."""

@@ -262,9 +262,9 @@ def _warn_of_a_zero_rate(trainer) -> None:
         value = trainer.scope.find(name)
         if value is not None and not np.any(value):
             warnings.warn(f"the learning rate '{name}' is 0 and no op of the program changes it, so no step will "
-                          f"move the parameters: a Paddle scheduler given to gradc compile --lr-schedule is written "
-                          f"by the host, so give gradc train the same --lr-schedule (or --lr RATE)", GradcWarning,
-                          stacklevel=2)
+                          f"move the parameters: a Paddle scheduler (given to Paddle's optimizer, as a warm-up from "
+                          f"0, or to gradc compile --lr-schedule) is stepped by the host, so give gradc train the "
+                          f"same one, --lr-schedule 'NAME(...)' (or --lr RATE)", GradcWarning, stacklevel=2)
             return
 
 
