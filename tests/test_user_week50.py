@@ -113,6 +113,24 @@ def test_a_paddle_warmup_left_out_of_train_is_named_as_paddles_own(files):
            "is stepped by the host" in run.stderr
 
 
+def test_a_schedule_spelt_as_paddle_code_spells_it(files):
+    """--lr-schedule 'paddle.optimizer.lr.LinearWarmup(...)' (the class as a Paddle script names it, a nested
+    paddle.optimizer.lr.CosineAnnealingDecay too) reads as LinearWarmup(...) does: Paddle's losses, whose steps stay
+    within the warm-up and the cosine's first rate. It was refused: "cannot read the learning-rate schedule"."""
+    folder = files / "sasrec_bpr"
+    spelt = ("paddle.optimizer.lr.LinearWarmup(learning_rate=paddle.optimizer.lr.CosineAnnealingDecay(0.01, 10), "
+             "warmup_steps=3, start_lr=0.0, end_lr=0.01)")
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "spelt.pb", "--optimizer", "adam",
+                         "--lr-schedule", spelt)
+    assert compiled.returncode == 0, compiled.stderr
+    run = _train(folder / "spelt.pb", folder / "spelt.startup.pb", folder, "--params", folder / "init.npz",
+                 "--lr-schedule", spelt.replace("paddle.optimizer.lr.", "lr.", 1))
+    np.testing.assert_allclose(_losses(run), META["sasrec_bpr"]["losses"], rtol=1e-6)
+    other = gradc_cli("compile", folder / "forward.pb", "-o", folder / "other.pb", "--optimizer", "adam",
+                      "--lr-schedule", "torch.optim.lr_scheduler.LinearWarmup(0.01, 3, 0.0, 0.01)")
+    assert other.returncode == 1 and "cannot read the learning-rate schedule" in other.stderr
+
+
 def test_paddles_pir_training_program_trains_in_gradc(files):
     """The BPR SASRec built and minimized by Paddle in PIR static mode (its startup draws the legacy run's values)
     trains in gradc, the warmup given to train, to Paddle's 5 PIR losses (1e-6) (no fault)."""

@@ -171,18 +171,32 @@ def _did_you_mean(name: str, known) -> str:
     return f" (did you mean {close}?)" if close else ""
 
 
+def _class_name(func: ast.expr) -> str | None:
+    """The scheduler a call names: ``Name``, or as Paddle code spells it, ``paddle.optimizer.lr.Name`` (``lr.Name``,
+    ``optimizer.lr.Name``)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.insert(0, func.attr)
+        func = func.value
+    path.insert(0, func.id if isinstance(func, ast.Name) else "")
+    return path[-1] if ".".join(path[:-1]) in ("paddle.optimizer.lr", "optimizer.lr", "lr") else None
+
+
 def _call(tree: ast.expr, spec: str = ""):
     """A schedule of a Name(value, ..., arg=value, ...) node, positional values in the order of Paddle's class, whose
     values may be schedules themselves (LinearWarmup's learning_rate=CosineAnnealingDecay(...), as PaddleOCR's and
     PaddleDetection's configs nest them)."""
-    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and None not in [kw.arg for kw in tree.keywords]:
-        names = list(inspect.signature(_schedule_class(tree.func.id)).parameters)
+    name = _class_name(tree.func) if isinstance(tree, ast.Call) else None
+    if name is not None and None not in [kw.arg for kw in tree.keywords]:
+        names = list(inspect.signature(_schedule_class(name)).parameters)
         if len(tree.args) > len(names) or any(isinstance(arg, ast.Starred) for arg in tree.args):
-            raise GradcError(f"schedule {tree.func.id} takes at most {len(names)} values: {', '.join(names)}")
+            raise GradcError(f"schedule {name} takes at most {len(names)} values: {', '.join(names)}")
         given = [kw.arg for kw in tree.keywords if kw.arg in names[:len(tree.args)]]
         if given:
-            raise GradcError(f"schedule {tree.func.id}: {given[0]} given twice, by position and by name")
-        return make(tree.func.id, **{name: _call(arg, spec) for name, arg in zip(names, tree.args)},
+            raise GradcError(f"schedule {name}: {given[0]} given twice, by position and by name")
+        return make(name, **{key: _call(arg, spec) for key, arg in zip(names, tree.args)},
                     **{kw.arg: _call(kw.value, spec) for kw in tree.keywords})
     if isinstance(tree, ast.Lambda):   # LambdaDecay's lr_lambda, read by gradc, not run
         return EpochFunction(tree, ast.get_source_segment(spec, tree) or ast.unparse(tree))
