@@ -16,6 +16,7 @@ from fixtures import DATA, unpacked
 WEEK = DATA / "user_week50"
 META = json.loads((WEEK / "meta.json").read_text())
 MODELS = ("sasrec_bpr", "sasrec_ce", "gru4rec")
+SAMPLED = "sasrec_sampled"   # negatives drawn in the program by paddle.randint after paddle.seed(50)
 WARMUP = "LinearWarmup(0.01, 3, 0.0, 0.01)"
 COMPILE = {"sasrec_bpr": ("--optimizer", "adam", "--lr-schedule", WARMUP),
            "sasrec_ce": ("--optimizer", "adamw", "--lr", 0.01, "--weight-decay", 0.01),
@@ -30,7 +31,7 @@ SCORES = "matmul_v2_4.tmp_0_slice_0"   # sasrec_ce's last position's scores over
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; each model's first batch; the held-out next items."""
-    out = unpacked(WEEK, tmp_path_factory.mktemp("week50"), MODELS)
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week50"), (*MODELS, SAMPLED))
     for model in MODELS:
         data = np.load(out / model / "data.npz")
         np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
@@ -98,6 +99,20 @@ def test_check_of_each_recommender_against_central_differences(files, model):
     result = json.loads(run.stdout)
     assert result["problems"] == [] and len(result["vars"]) == len(np.load(files / model / "init.npz").files) - (
         model == "gru4rec")   # the GRU's flat weight buffer, which no op reads
+
+
+def test_negatives_drawn_in_the_program_are_paddles_draws(files):
+    """BPR with its negatives drawn by paddle.randint in the program, anew each step: Paddle's own minimize() program
+    and gradc's compilation, from Paddle's startup with --paddle-stream --seed 50 (paddle.seed(50)), draw Paddle's
+    initial weights and negatives: its 5 losses to 1e-6 (no fault)."""
+    folder = files / SAMPLED
+    stream = ("--paddle-stream", "--seed", 50)
+    own = _train(folder / "train.pb", folder / "startup.pb", folder, *stream)
+    np.testing.assert_allclose(_losses(own), META[SAMPLED]["losses"], rtol=1e-6)
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "t.pb", "--optimizer", "adam", "--lr", 0.01)
+    assert compiled.returncode == 0, compiled.stderr
+    ours = _train(folder / "t.pb", folder / "startup.pb", folder, "--startup", folder / "t.startup.pb", *stream)
+    np.testing.assert_allclose(_losses(ours), META[SAMPLED]["losses"], rtol=1e-6)
 
 
 def test_a_paddle_warmup_left_out_of_train_is_named_as_paddles_own(files):

@@ -8,6 +8,8 @@ written with Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0
   over the padded positions; Adam under LinearWarmup(0.01, 3 steps from 0).
 - sasrec_ce: the same with two blocks, the output layer the item table's transpose (tied), full softmax cross entropy
   over the catalogue at every position with ignore_index 0; AdamW(0.01, weight_decay 0.01).
+- sasrec_sampled: sasrec_bpr's model with its negatives drawn in the program by paddle.randint, anew each step,
+  after paddle.seed(50); Adam(0.01) (its losses only: no init, trained or outputs file).
 - gru4rec: right-padded sequences, nn.GRU with sequence_length, the last real step's state (the GRU's final state)
   through a Linear to the catalogue, cross entropy against the next item; Adam(0.01).
 
@@ -88,6 +90,20 @@ def sasrec_bpr():
     return loss, {"pos_logit": named(pos_logit), "neg_logit": named(neg_logit)}
 
 
+def sasrec_sampled():
+    """The BPR SASRec with its negatives drawn in the program (paddle.randint), anew at every step."""
+    seq = paddle.static.data("seq", [-1, LENGTH], "int64")
+    pos = paddle.static.data("pos", [-1, LENGTH], "int64")
+    model = SASRec(1)
+    states = model(seq)
+    neg = paddle.randint(1, ITEMS, shape=paddle.shape(pos), dtype="int64")
+    pos_logit = paddle.sum(states * model.items(pos), axis=-1)
+    neg_logit = paddle.sum(states * model.items(neg), axis=-1)
+    real = paddle.cast(pos > 0, "float32")
+    loss = paddle.sum(-F.log_sigmoid(pos_logit - neg_logit) * real) / paddle.sum(real)
+    return loss, {}
+
+
 def sasrec_ce(scorer_out: list | None = None):
     seq = paddle.static.data("seq", [-1, LENGTH], "int64")
     model = SASRec(2)
@@ -122,6 +138,8 @@ def data(name: str, count: int = BATCH * STEPS) -> dict:
     nxt = np.where(seq > 0, nxt, 0)
     if name == "sasrec_ce":
         return {"seq": seq, "target": nxt}
+    if name == "sasrec_sampled":
+        return {"seq": seq, "pos": nxt}
     neg = RNG.integers(1, ITEMS, size=nxt.shape)
     neg = np.where(neg == nxt, neg % (ITEMS - 1) + 1, neg) * (nxt > 0)
     return {"seq": seq, "pos": nxt, "neg": neg.astype(np.int64)}
@@ -131,8 +149,9 @@ OPTIMIZERS = {
     "sasrec_bpr": lambda: paddle.optimizer.Adam(paddle.optimizer.lr.LinearWarmup(0.01, 3, 0.0, 0.01)),
     "sasrec_ce": lambda: paddle.optimizer.AdamW(0.01, weight_decay=0.01),
     "gru4rec": lambda: paddle.optimizer.Adam(0.01),
+    "sasrec_sampled": lambda: paddle.optimizer.Adam(0.01),
 }
-MODELS = {"sasrec_bpr": sasrec_bpr, "sasrec_ce": sasrec_ce, "gru4rec": gru4rec}
+MODELS = {"sasrec_bpr": sasrec_bpr, "sasrec_ce": sasrec_ce, "gru4rec": gru4rec, "sasrec_sampled": sasrec_sampled}
 
 
 def train_model(out: Path, name: str, exe) -> dict:
@@ -149,12 +168,14 @@ def train_model(out: Path, name: str, exe) -> dict:
     batches = data(name)
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
+        if name == "sasrec_sampled":   # the draws of paddle.seed(50), startup and negatives alike
+            paddle.seed(50)
         exe.run(startup)
         np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
         losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
         np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
-        outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
+        outputs = exe.run(forward, feed=first, fetch_list=list(names.values())) if names else []
         if scorer_out:
             scorer = forward._prune([scorer_out[0]])
             test = data(name, TEST)
@@ -162,8 +183,12 @@ def train_model(out: Path, name: str, exe) -> dict:
             (scores,) = exe.run(scorer, feed={"seq": walks}, fetch_list=[scorer_out[0].name])
             np.savez(folder / "test.npz", seq=walks, next_item=test["target"][:, -1], scores=scores)
             write_gz(folder / "scorer.pb", without_callstacks(scorer))
-    np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
+    if names:
+        np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
     np.savez_compressed(folder / "data.npz", **batches)
+    if name == "sasrec_sampled":   # its losses are what it is kept for: startup.pb with paddle.seed(50) draws the rest
+        (folder / "init.npz").unlink()
+        (folder / "trained.npz").unlink()
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
     return {**names, "loss": named(loss), "losses": losses}
