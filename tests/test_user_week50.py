@@ -237,3 +237,18 @@ def test_held_out_next_items_evaluate_the_training_program_without_its_targets(f
     refused = gradc_cli(*train, "--early-stop", 1)
     assert refused.returncode == 1 and "early stopping watches 'tmp_14', which needs 'target'" in refused.stderr
     assert "--monitor ndcg@5" in refused.stderr
+
+
+def test_ranking_refuses_scores_at_every_position_saying_why(files):
+    """--ranking of an export fetching the logits at every position [N, 6, 30]: refused in one line saying that it
+    takes [N, L] or [N] scores and that a sequence model's are its last position's. It said "'matmul_v2_4.tmp_0'
+    [-1, 6, 30] is a score an example: give the data's query ids too", which no query ids would have made right."""
+    folder = files / "sasrec_ce"
+    export = gradc_cli("export", folder / "forward.pb", "--params", folder / "trained.npz", "--input", "seq",
+                       "--fetch", "matmul_v2_4.tmp_0", "-o", files / "every.json")
+    assert export.returncode == 0, export.stderr
+    run = gradc_cli("evaluate", files / "every.json", "--params", files / "every.pdiparams", "--data",
+                    files / "heldout.npz", "--ranking", "matmul_v2_4.tmp_0,next_item")
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1
+    assert "'matmul_v2_4.tmp_0' [-1, 6, 30] has 3 axes: give scores [N, L]" in run.stderr
+    assert "the last position's, x[:, -1, :]" in run.stderr

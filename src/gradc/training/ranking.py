@@ -41,6 +41,10 @@ def check_ranking(program: Program, names: Sequence[str], ranking: tuple[str, ..
         if name not in names:
             raise GradcError(f"evaluation: --ranking: the data has no array '{name}' (it holds {', '.join(names)})")
     shape = list(var.shape or [])
+    if len(shape) > 2:
+        raise GradcError(f"evaluation: --ranking: '{scores}' {shape} has {len(shape)} axes: give scores [N, L] (a "
+                         f"query's list a row, a catalogue's scores) or [N] (a document an example); a sequence "
+                         f"model's scores at every position: the last position's, x[:, -1, :]")
     listwise = len(shape) == 2 and shape[1] != 1
     if listwise == (len(ranking) == 3):
         raise GradcError(f"evaluation: --ranking: '{scores}' {shape} is " + (
