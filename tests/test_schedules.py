@@ -101,3 +101,24 @@ def test_gradc_train_takes_a_schedule(tmp_path):
     bad = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
                     tmp_path / "feed.npz", "--lr-schedule", "Warp(speed=9)")
     assert_clean_failure(bad, "unknown learning-rate schedule 'Warp'")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("LambdaDecay(0.1, lambda e: (-1) ** 0.5)", "at epoch 3: (6.123233995736766e-17+1j) is not a real number"),
+    ("LambdaDecay(0.1, lambda e: int(1e308) * int(1e308))", "at epoch 3: int too large to convert to float"),
+    ("MultiplicativeDecay(0.1, lambda e: " + "+".join(["e"] * 1000) + ")", "at epoch 1: maximum recursion depth"),
+])
+def test_a_lambdas_value_that_is_no_learning_rate_is_refused_by_its_epoch(spec, message):
+    """A complex power gave a complex rate, of which the float32 var kept the real part (a silently wrong run); an
+    integer past a float's range and a sum too deep to evaluate raised an internal error."""
+    with pytest.raises(gradc.GradcError) as caught:
+        schedules.parse(spec)(3)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("body", ["-" * 50000 + "e", "+".join(["e"] * 5000)])
+def test_a_schedule_nested_too_deeply_for_the_parser_is_refused_in_one_line(body):
+    """Python's parser raised MemoryError (50,000 minus signs) or RecursionError (5,000 terms): internal errors."""
+    spec = f"LambdaDecay(0.1, lambda e: {body})"
+    with pytest.raises(gradc.GradcError, match=f"schedule of {len(spec)} characters: its expression is nested too"):
+        schedules.parse(spec)

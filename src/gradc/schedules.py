@@ -219,6 +219,9 @@ def parse(spec: str) -> Schedule:
                              f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)")
         values = ast.literal_eval(tree)
         return Values(list(values) if isinstance(values, (tuple, list)) else [values])
+    except (RecursionError, MemoryError):   # Python's parser refuses an expression nested this deep
+        raise GradcError(f"cannot read the learning-rate schedule of {len(spec)} characters: its expression is "
+                         f"nested too deeply") from None
     except (SyntaxError, ValueError, TypeError):
         raise GradcError(f"cannot read the learning-rate schedule '{spec}': give values (0.1,0.05) or "
                          f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)") from None

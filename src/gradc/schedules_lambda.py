@@ -34,8 +34,11 @@ class EpochFunction:
 
     def __call__(self, epoch: int) -> float:
         try:
-            return self._value(self.body, epoch)
-        except (ArithmeticError, ValueError, TypeError) as exc:
+            value = self._value(self.body, epoch)
+            if isinstance(value, complex):   # a negative number to a fractional power, which Paddle's float() refuses
+                raise ValueError(f"{value} is not a real number")
+            return float(value)   # here, so that an integer too large for a float fails in this one line
+        except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:
             raise GradcError(f"the schedule's {self.text} at epoch {epoch}: {exc}") from None
 
     def _value(self, node: ast.expr, epoch: int):
