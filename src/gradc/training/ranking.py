@@ -63,6 +63,8 @@ class RankingTally:
     def add(self, scores, batch: Mapping, source: str) -> None:
         scores, relevance = np.asarray(scores, np.float64), np.asarray(batch[self.ranking[1]], np.float64)
         self.source = source
+        if np.isnan(scores).any():   # no place in a ranking: argsort put them last, the AUC's pairs counted them lost
+            raise GradcError(f"{source}: --ranking: a batch's scores '{self.ranking[0]}' hold NaN: nothing to rank by")
         if len(self.ranking) == 3:
             ids = np.asarray(batch[self.ranking[2]]).reshape(-1)
             if not scores.size == relevance.size == ids.size:
@@ -110,10 +112,9 @@ class RankingTally:
                     ndcg[k].append(_dcg(ranked[:k]) / _dcg(ideal[:k]))
                     hits[k].append(float((ranked[:k] > 0).any()))
                 reciprocal.append(1.0 / (1 + np.flatnonzero(ranked > 0)[0]))
-            good, bad = scores[relevance > 0], scores[relevance <= 0]
-            if good.size and bad.size:
-                pairs = good[:, None] - bad[None, :]
-                auc.append(float(np.mean((pairs > 0) + 0.5 * (pairs == 0))))
+            relevant = relevance > 0
+            if relevant.any() and not relevant.all():
+                auc.append(_auc(scores, relevant))
         if not auc:   # NDCG and MRR need a relevant document, the AUC an irrelevant one too
             lacking = "a relevant document (relevance > 0)" if not reciprocal else "both relevant and irrelevant ones"
             undefined = "NDCG, MRR and the AUC are" if not reciprocal else "the AUC is"
@@ -139,3 +140,14 @@ def item_ids(relevance, scores_shape: Sequence[int]) -> bool:
 
 def _dcg(relevance: np.ndarray) -> float:
     return float(np.sum((2.0 ** relevance - 1.0) / np.log2(np.arange(relevance.size) + 2.0)))
+
+
+def _auc(scores: np.ndarray, relevant: np.ndarray) -> float:
+    """The share of relevant-irrelevant pairs scored in order, a tie half: the Mann-Whitney U of the mid-ranks, in
+    n log n (the pairs of a 40,000-document query took 3 GiB)."""
+    order = np.argsort(scores, kind="stable")
+    _, first, tied = np.unique(scores[order], return_index=True, return_counts=True)
+    ranks = np.empty(scores.size)
+    ranks[order] = np.repeat(first + (tied + 1) / 2.0, tied)   # a tie's ranks share their mean
+    good = int(relevant.sum())
+    return float((ranks[relevant].sum() - good * (good + 1) / 2.0) / (good * (scores.size - good)))
