@@ -93,9 +93,11 @@ class MultiplicativeDecay(Schedule):
 
     def __init__(self, learning_rate, lr_lambda):
         self.base, self.lr_lambda = float(learning_rate), epoch_function(lr_lambda)
+        self.reached = (0, self.base)   # the latest step's rate, which the next step multiplies on
 
     def __call__(self, step):
-        rate = self.base
-        for epoch in range(1, step + 1):
+        done, rate = self.reached if step >= self.reached[0] else (0, self.base)
+        for epoch in range(done + 1, step + 1):
             rate *= self.lr_lambda(epoch)
+        self.reached = (step, rate)
         return rate
