@@ -94,7 +94,7 @@ def test_compile_gives_layer_wise_learning_rates_as_paddles_param_attrs(files, t
 
 @pytest.mark.parametrize("spec, message", [
     ("linear_99.*=0.5", "--param-lr linear_99.*=0.5: no parameter's name matches linear_99.*"),
-    ("linear_1*=half", "--param-lr takes GLOB=RATE (a number), not 'linear_1*=half'")])
+    ("linear_1*=half", "--param-lr takes GLOB=RATE (a finite number), not 'linear_1*=half'")])
 def test_a_param_lr_that_matches_nothing_or_is_no_number_is_one_error_line(files, tmp_path, spec, message):
     run = gradc_cli("compile", files / "vit_forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "adamw",
                     "--param-lr", spec)

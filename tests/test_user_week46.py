@@ -145,8 +145,8 @@ def test_compiled_program_is_paddles_op_for_op(files, case, tmp_path):
 
 
 def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
-    """--no-clip without clipping, a glob matching no parameter, a parameter given two decays, a LookAhead alpha
-    above 1: one line each, nothing written."""
+    """--no-clip without clipping, a glob matching no parameter, a parameter given two decays, a NaN decay or an
+    infinite rate (every weight NaN at the first update), a LookAhead alpha above 1: one line each, nothing written."""
     forward, out = files / "attrs" / "forward.pb", tmp_path / "x.pb"
     cases = {("--optimizer", "sgd", "--no-clip", "linear_1.b_0"): "--no-clip: only with --clip-global-norm",
              ("--optimizer", "sgd", "--clip-norm", "1", "--no-clip", "linear_9*"): "--no-clip linear_9*: no parameter",
@@ -154,6 +154,8 @@ def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
                  "--param-l2: linear_0.w_0 matches two decays, L1Decay(0.1) and L2Decay(0.1)",
              ("--param-l2", "*.w_0=0.1"): "--param-l2: only with --optimizer",
              ("--optimizer", "sgd", "--param-l1", "linear_0.w_0"): "--param-l1 takes GLOB=C",
+             ("--optimizer", "sgd", "--param-l2", "*.w_0=nan"): "--param-l2 takes GLOB=C (a finite number), not",
+             ("--optimizer", "sgd", "--param-lr", "*.w_0=inf"): "--param-lr takes GLOB=RATE (a finite number), not",
              ("--optimizer", "adam", "--lookahead", "2,1.5"): "--lookahead takes K[,ALPHA]: K >= 1 steps",
              ("--lookahead", "2"): "--lookahead: only with --optimizer"}
     for options, message in cases.items():
