@@ -126,6 +126,19 @@ def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
         "mean_0.tmp_0": ("sum_0.tmp_0", "sum_1.tmp_0")}
 
 
+def test_the_sets_token_mean_stays_when_its_token_count_is_fetched_too(files):
+    """--fetch of the loss's token count beside the loss: the count was summed as a mean weighted by the batch's
+    examples, so the loss was the set's NLL over that (0.266 whole, 0.798 in batches of 4, not 3.190)."""
+    paddle, count = np.load(files / "eval.npz"), "reduce_sum_3.tmp_0"
+    assert set_metrics.per_count(gradc.load(files / "eval.pb"), ["tmp_16"]) == {"tmp_16": ("reduce_sum_2.tmp_0", count)}
+    for batch in (12, 4):
+        run = gradc_cli("evaluate", files / "eval.pb", "--data", files / "test.npz", "--params",
+                        files / "gpt" / "trained.npz", "--batch-size", batch, "--fetch", "tmp_16", "--fetch", count,
+                        "--json")
+        assert run.returncode == 0, run.stderr
+        np.testing.assert_allclose(json.loads(run.stdout)["tmp_16"], paddle["nll"] / paddle["count"], rtol=1e-6)
+
+
 def test_info_of_a_gradient_merge_program_names_its_optimizer(files):
     """Paddle's GradientMergeOptimizer puts the AdamW updates in a conditional block: gradc info called the program
     "program with a backward (112 backward ops, no optimizer)", its 180 moments and merged gradients "statistics,

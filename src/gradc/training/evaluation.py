@@ -258,14 +258,16 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
     counted = set_metrics.per_count(evaluation.program, evaluation.scalars)
-    parts = dict.fromkeys(part for pair in counted.values() for part in pair if part not in averaged)
-    averaged += list(parts)   # summed as the other scalars, for the set's ratios
+    # summed apart from the averages, for the set's ratios: a count also fetched (--fetch) is averaged too
+    parts = list(dict.fromkeys(part for pair in counted.values() for part in pair))
+    scalar_fetches = averaged + parts
     towers = list(evaluation.recall or ())
     ranked = list(evaluation.ranking or ())[:1]
-    fetches = averaged + list(chunks) + towers + ranked + ([evaluation.scores] if evaluation.scores else [])
+    fetches = scalar_fetches + list(chunks) + towers + ranked + ([evaluation.scores] if evaluation.scores else [])
     retrieval = RecallTally(evaluation.recall_at)
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
-    totals, tally, count = dict.fromkeys(averaged, 0.0), ScoreTally(evaluation.topk, evaluation.miou), 0
+    totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
+    tally, count = ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts, evaluation.program):
@@ -275,21 +277,23 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             with naming(data, f"evaluation batch {index + 1}"):
                 values = executor.run(evaluation.program, feed, fetches, scope)
             for name, value in zip(averaged, values):
-                totals[name] += scalar(name, value) * (1 if name in parts else size)   # a ratio's parts: sums
+                totals[name] += scalar(name, value) * size
                 last[name] = scalar(name, value)
-            for name, value in zip(chunks, values[len(averaged):]):
+            for name, value in zip(parts, values[len(averaged):]):
+                sums[name] += scalar(name, value)
+            for name, value in zip(chunks, values[len(scalar_fetches):]):
                 chunks[name] += int(np.sum(value))
             if towers:
-                at = len(averaged) + len(chunks)
+                at = len(scalar_fetches) + len(chunks)
                 retrieval.add(values[at], values[at + 1])
             if ranked:
-                ranking.add(values[len(averaged) + len(chunks) + len(towers)], batch, data.source)
+                ranking.add(values[len(scalar_fetches) + len(chunks) + len(towers)], batch, data.source)
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
     means = {name: total / count for name, total in totals.items()}
     means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
-    means.update({name: means[top] / means[bottom] for name, (top, bottom) in counted.items() if means[bottom]})
+    means.update({name: sums[top] / sums[bottom] for name, (top, bottom) in counted.items() if sums[bottom]})
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
