@@ -6,6 +6,7 @@ import pytest
 import gradc
 from gradc.training import Dataset, Trainer, forward_part
 from gradc.training.eval_plan import EvalMetrics
+from gradc.training.history import History
 from gradc.training.programs import is_training_op
 
 EXAMPLE = __import__("pathlib").Path(__file__).parent.parent / "examples" / "digits"
@@ -142,3 +143,12 @@ def test_evaluation_metrics_the_data_cannot_give_are_refused_before_the_first_st
     with pytest.raises(gradc.GradcError, match=message):
         t.fit(digits(64), batch_size=16, eval_data=digits(32, "test"), metrics=EvalMetrics(**metrics))
     assert t.step == 0
+
+
+def test_a_mid_epoch_history_without_the_means_parts_resumes_to_the_epochs_mean():
+    """A checkpoint an older gradc saved mid-epoch holds no epoch_parts: a PSNR derived from the epoch's MSE raised
+    KeyError 'mse' on resume; it is then the steps' mean, as that gradc gave it."""
+    state = {"fetch": ["psnr"], "steps": [[7.0], [9.0]], "epochs": [], "examples": 8, "seconds": 0.1,
+             "epoch_sums": [7.0 * 3 + 9.0 * 5], "epoch_examples": 8, "last_eval": {}}
+    history = History.from_state(["psnr"], state, averaged=["mse"], derive=lambda means: {"psnr": -1.0})
+    assert history.running() == {"psnr": (7.0 * 3 + 9.0 * 5) / 8}

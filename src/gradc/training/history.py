@@ -127,7 +127,9 @@ class History:
         count = max(self.epoch_examples, 1)
         means = {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
         parts = self.epoch_parts
-        if self.derive is not None and self.epoch_examples:
+        # a mid-epoch checkpoint of an older gradc kept no parts: its epoch's scalars stay the means
+        if self.derive is not None and self.epoch_examples and all(name in self.fetch or name in parts
+                                                                    for name in self.averaged):
             means.update(self.derive({name: means[name] if name in self.fetch else parts[name] / count
                                       for name in self.averaged}))
         means.update({name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items()
