@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradc.central_differences import directional_derivatives, numeric_grad, random_directions
+from gradc.central_differences import directional_derivatives, numeric_grad, random_directions, settled
 from gradc.cli import cli
 from gradc.executor import KERNELS
 from gradc.gradcheck import GradcheckError, check_op
@@ -70,6 +70,21 @@ def test_a_gradient_wrong_at_one_element_of_many_is_caught(directions, error):
             check_op("tanh", {"X": np.random.default_rng(3).standard_normal((4, 15))}, directions=directions)
     finally:
         KERNELS["tanh_grad"] = correct
+
+
+@pytest.mark.parametrize("x", [1154.3212797974595, 245069.37372684813, -439142.7574571723])
+def test_a_zero_gradient_is_not_settled_at_steps_rounding_loses(x):
+    """f = 3 sin(x) + x/2 at x where x + 1e-13 == x: the steps below eps/100 measure a slope of 0 once rounding
+    swallows them, which a wrong gradient of 0 would have matched (accepted at 184 of 4000 random x before)."""
+    value = np.array([x])
+
+    def f():
+        return float(np.sum(3 * np.sin(value) + value / 2))
+
+    indices = np.array([0])
+    numeric = numeric_grad(f, value, 1e-6, indices)
+    settled_slope = settled(f, value, 1e-6, indices, np.zeros(1), numeric, 1e-5, 1e-7)
+    assert settled_slope[0] == pytest.approx(3 * np.cos(x) + 0.5, rel=1e-3)
 
 
 def test_a_correct_gradient_passes_along_directions_and_a_small_var_is_checked_by_element():

@@ -106,15 +106,21 @@ def _inside_the_step(f, value: np.ndarray, eps: float, indices: np.ndarray, want
     """``estimate`` (step eps) retaken at steps ten times smaller while each moves it towards ``wanted``, down to
     1e-16: a slope that holds only within a tiny distance (F.normalize's 1/1e-12 at a zero vector, where a step above
     1e-12 measures 1/step) shows at the steps inside it. The estimate of an element that agrees at two steps in a
-    row, NaN for the others: a wrong gradient's estimates stop moving towards it (a smooth f's settle by eps)."""
+    row, NaN for the others: a wrong gradient's estimates stop moving towards it (a smooth f's settle by eps), and
+    no step is taken below what rounding resolves (at x = 1154, x + 1e-13 == x: every slope measures 0)."""
     estimate, agreements = estimate.copy(), np.zeros(len(indices), int)
     moving = np.ones(len(indices), bool)
+    real = value.real.dtype
+    x_spacing = np.spacing(np.abs(_flat(value)[indices]).astype(real))
+    f_spacing = np.spacing(np.array(abs(f()), dtype=real))
     while (eps := eps / 10) >= 1e-16 and moving.any():
         at = np.flatnonzero(moving)
         finer = numeric_grad(f, value, eps, indices[at])
         tolerance = atol + rtol * np.abs(finer)
-        agrees = np.abs(wanted[at] - finer) <= tolerance
-        closer = np.abs(wanted[at] - finer) < np.abs(wanted[at] - estimate[at]) - tolerance
+        # the rounding of f and of x +- eps, as a slope: a step it blurs measures nothing
+        resolved = (f_spacing + np.abs(finer) * x_spacing[at]) / eps < tolerance
+        agrees = resolved & (np.abs(wanted[at] - finer) <= tolerance)
+        closer = resolved & (np.abs(wanted[at] - finer) < np.abs(wanted[at] - estimate[at]) - tolerance)
         estimate[at] = finer
         agreements[at] = np.where(agrees, agreements[at] + 1, 0)
         moving[at] = (closer | agrees) & (agreements[at] < 2)
