@@ -7,6 +7,8 @@ perf_gradc.py's pipeline does) between markers, for callgrind:
     callgrind_annotate /tmp/save.out | head
 
 A warm-up save first (lazy imports), then the measured one, as backward_instructions.py counts a backward.
+``--protobuf`` measures protobuf's SerializeToString of the same bytes (parsed into its message) instead, the
+row's denominator counted the same way.
 ``--profile`` prints cProfile's view instead; ``--repeat K`` times K saves and K of protobuf's serialisations of
 the same bytes, in turns (CPU milliseconds, min and median, and the median of the rounds' ratios).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import pstats
 import statistics
@@ -45,10 +48,16 @@ def measured_save(program: gradc.Program) -> None:
     sys.call_tracing(serialize, (program, "pb"))
 
 
+def measured_serialisation(message) -> None:
+    """protobuf's SerializeToString of the same program, between the same markers."""
+    sys.call_tracing(functools.partial(message.SerializeToString, deterministic=True), ())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=3000)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions of the measured one")
+    parser.add_argument("--protobuf", action="store_true", help="measure protobuf's SerializeToString instead")
     parser.add_argument("--repeat", type=int, default=0, help="time this many saves and serialisations (CPU)")
     args = parser.parse_args()
     program = compiled_mlp(args.layers)
@@ -70,7 +79,13 @@ def main() -> None:
               f"{statistics.median(serialisations) * 1e3:.1f} ms; ratio {ratio:.2f}x")
         return
     gc.collect()
-    if args.profile:
+    if args.protobuf:
+        from gradc.proto import framework_pb2 as pb
+        message = pb.ProgramDesc.FromString(saved)
+        message.SerializeToString(deterministic=True)   # its warm-up
+        gc.collect()
+        measured_serialisation(message)
+    elif args.profile:
         profiler = cProfile.Profile()
         profiler.runcall(measured_save, program)
         pstats.Stats(profiler).sort_stats("tottime").print_stats(30)

@@ -241,6 +241,9 @@ class Encoder:
     def attr(self, name: str, kind: int, value) -> bytes:
         """An OpDesc.Attr, tagged as the OpDesc's field 4."""
         listed = type(value) is list
+        if listed and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
+            head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
+            return length_prefixed(b"\x22", head + text_fields(TEXT_LIST_TAGS[kind], value))
         if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
             key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
                                                                         tuple(map(type, value)))
