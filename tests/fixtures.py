@@ -129,3 +129,10 @@ def grad_vars(program: gradc.Program) -> set[str]:
     """Every gradient var of every block, renamed partial sums excluded."""
     return {name for block in program.blocks for name in block.vars
             if "@GRAD" in name and "@RENAME@" not in name}
+
+
+def step_losses(run) -> list:
+    """The per-step losses of a `gradc train --json --log-every 1` run, after asserting it succeeded."""
+    assert run.returncode == 0, run.stderr
+    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
+            if line["event"] == "step"]

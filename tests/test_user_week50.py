@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 
 WEEK = DATA / "user_week50"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -40,12 +40,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 8,
                      "--json", "--log-every", 1, *extra)
@@ -61,7 +55,7 @@ def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz", *TRAIN.get(model, ()))
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in set(paddle.files) - SHIFT_INVARIANT.get(model, set()):
@@ -72,7 +66,7 @@ def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
 def test_paddles_own_training_programs_train_in_gradc(files, model):
     """Paddle's own minimize() programs from its startup give its 5 losses (1e-6) (no fault)."""
     run = _train(files / model / "train.pb", files / model / "startup.pb", files / model, *TRAIN.get(model, ()))
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -108,11 +102,11 @@ def test_negatives_drawn_in_the_program_are_paddles_draws(files):
     folder = files / SAMPLED
     stream = ("--paddle-stream", "--seed", 50)
     own = _train(folder / "train.pb", folder / "startup.pb", folder, *stream)
-    np.testing.assert_allclose(_losses(own), META[SAMPLED]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(own), META[SAMPLED]["losses"], rtol=1e-6)
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "t.pb", "--optimizer", "adam", "--lr", 0.01)
     assert compiled.returncode == 0, compiled.stderr
     ours = _train(folder / "t.pb", folder / "startup.pb", folder, "--startup", folder / "t.startup.pb", *stream)
-    np.testing.assert_allclose(_losses(ours), META[SAMPLED]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(ours), META[SAMPLED]["losses"], rtol=1e-6)
 
 
 def test_a_paddle_warmup_left_out_of_train_is_named_as_paddles_own(files):
@@ -121,7 +115,7 @@ def test_a_paddle_warmup_left_out_of_train_is_named_as_paddles_own(files):
     the host's to step. It said only "a Paddle scheduler given to gradc compile --lr-schedule is written by the host",
     which this program never saw."""
     run = _train(files / "sasrec_bpr" / "train.pb", files / "sasrec_bpr" / "startup.pb", files / "sasrec_bpr")
-    losses = _losses(run)
+    losses = step_losses(run)
     assert losses[:2] == pytest.approx(META["sasrec_bpr"]["losses"][:2], rel=1e-6)
     assert losses[2] != pytest.approx(META["sasrec_bpr"]["losses"][2], rel=1e-4)
     assert "a Paddle scheduler (given to Paddle's optimizer, as a warm-up from 0, or to gradc compile --lr-schedule) " \
@@ -140,7 +134,7 @@ def test_a_schedule_spelt_as_paddle_code_spells_it(files):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "spelt.pb", folder / "spelt.startup.pb", folder, "--params", folder / "init.npz",
                  "--lr-schedule", spelt.replace("paddle.optimizer.lr.", "lr.", 1))
-    np.testing.assert_allclose(_losses(run), META["sasrec_bpr"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["sasrec_bpr"]["losses"], rtol=1e-6)
     other = gradc_cli("compile", folder / "forward.pb", "-o", folder / "other.pb", "--optimizer", "adam",
                       "--lr-schedule", "torch.optim.lr_scheduler.LinearWarmup(0.01, 3, 0.0, 0.01)")
     assert other.returncode == 1 and "cannot read the learning-rate schedule" in other.stderr
@@ -152,7 +146,7 @@ def test_paddles_pir_training_program_trains_in_gradc(files):
     run = _train(files / "sasrec_bpr_pir_train.json", files / "sasrec_bpr_pir_startup.json", files / "sasrec_bpr",
                  "--params", files / "sasrec_bpr" / "init.npz", *TRAIN["sasrec_bpr"])
     pir = json.loads((WEEK / "pir_losses.json").read_text())["sasrec_bpr"]
-    np.testing.assert_allclose(_losses(run), pir, rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), pir, rtol=1e-6)
 
 
 def _ranks(scores: np.ndarray, items: np.ndarray) -> np.ndarray:
