@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 
 WEEK = DATA / "user_week39"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -36,12 +36,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, batch: int, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", batch,
                      "--json", "--log-every", 1, *extra)
@@ -59,7 +53,7 @@ def test_each_nerf_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, 16, "--params",
                  folder / "init.npz", "--lr-schedule", SCHEDULE, "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in paddle.files:
         np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-6, err_msg=name)
@@ -91,7 +85,7 @@ def test_each_sdf_with_its_eikonal_term_trains_to_paddles_losses(files, model):
                      "--lr", 1e-3).returncode == 0
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, 32, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in paddle.files:
         np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-7, err_msg=name)
@@ -104,7 +98,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     folder = files / model
     extra = ("--lr-schedule", SCHEDULE) if model in NERFS else ()
     run = _train(folder / "train.pb", folder / "startup.pb", folder, 16 if model in NERFS else 32, *extra)
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("act", ("sine", "softplus", "tanh"))
@@ -116,7 +110,7 @@ def test_paddles_pir_sdf_training_programs_train_in_gradc(files, act):
     run = gradc_cli("train", folder / f"{act}_train.json", "--startup", folder / f"{act}_startup.json", "--params",
                     folder / f"{act}_init.npz", "--data", files / "sdf_sine" / "data.npz", "--batch-size", 32,
                     "--json", "--log-every", 1)
-    np.testing.assert_allclose(_losses(run), PIR_LOSSES[act], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), PIR_LOSSES[act], rtol=1e-6)
 
 
 @pytest.mark.parametrize("act", DOUBLES)

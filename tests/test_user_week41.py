@@ -12,7 +12,7 @@ import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 from gradc.io import serialize
 from gradc.training import set_metrics
 
@@ -30,12 +30,6 @@ def files(tmp_path_factory):
     unpacked(WEEK, out, ("gpt", "gm", "cls", "amp", "amp_gm"))
     np.savez(out / "prompts.npz", tokens=np.load(out / "generation.npz")["prompts"])
     return out
-
-
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
 
 
 def _train(program, data, *extra, batch=4):
@@ -56,7 +50,7 @@ def test_paddles_training_program_trains_with_its_dropout_and_schedule(files):
     gpt = files / "gpt"
     run = _train(gpt / "train.pb", gpt / "data.npz", "--startup", gpt / "startup.pb", "--seed", 41, "--paddle-stream",
                  "--lr-schedule", SCHEDULE, "--save-params", files / "paddle_program.npz")
-    np.testing.assert_allclose(_losses(run), META["gpt"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["gpt"]["losses"], rtol=1e-6)
     _same_weights(files / "paddle_program.npz", gpt / "trained.npz")
 
 
@@ -74,7 +68,7 @@ def test_compiled_pretraining_gives_paddles_losses(files, schedule):
     host = ("--lr-schedule", SCHEDULE) if len(schedule) == 2 else ()
     run = _train(out, gpt / "data.npz", "--startup", gpt / "startup.pb", "--startup", out.with_suffix(".startup.pb"),
                  "--seed", 41, "--paddle-stream", *host)
-    np.testing.assert_allclose(_losses(run), META["gpt"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["gpt"]["losses"], rtol=1e-6)
     assert np.allclose([gradc.schedules.parse(SCHEDULE)(step) for step in range(24)], META["gpt"]["rates"])
 
 
@@ -86,7 +80,7 @@ def test_a_run_resumed_mid_schedule_continues_as_the_uninterrupted_one(files):
     first = _train(gpt / "train.pb", gpt / "data.npz", "--startup", gpt / "startup.pb", *common,
                    "--checkpoint-every", 10, "--steps", 10)
     rest = _train(gpt / "train.pb", gpt / "data.npz", *common, "--resume", checkpoints)
-    np.testing.assert_allclose(_losses(first) + _losses(rest), META["gpt"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(first) + step_losses(rest), META["gpt"]["losses"], rtol=1e-6)
 
 
 def test_perplexity_is_the_sets_token_mean_at_any_batch_size(files):
@@ -156,7 +150,7 @@ def test_paddles_gradient_merge_program_trains_in_gradc(files):
     gm = files / "gm"
     run = _train(gm / "train.pb", files / "gpt" / "data.npz", "--startup", gm / "startup.pb", "--params",
                  files / "gpt" / "init.npz", "--steps", 12, "--save-params", files / "gm_paddle.npz", batch=2)
-    np.testing.assert_allclose(_losses(run), META["gm"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["gm"]["losses"], rtol=1e-6)
     _same_weights(files / "gm_paddle.npz", gm / "trained.npz", atol=1e-6)
 
 
@@ -172,7 +166,7 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
                      2).returncode == 0
     run = _train(merged, files / "gpt" / "data.npz", "--startup", merged.with_suffix(".startup.pb"), "--params",
                  files / "gpt" / "init.npz", "--steps", 12, "--save-params", files / "gm_gradc.npz", batch=2)
-    np.testing.assert_allclose(_losses(run), META["gm"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["gm"]["losses"], rtol=1e-6)
     _same_weights(files / "gm_gradc.npz", gm / "trained.npz")
     schedule = ("--lr", 0.01, "--clip-global-norm", 1, "--lr-schedule", "cosine", "--warmup-steps", 4,
                 "--decay-steps", 20)
@@ -180,7 +174,7 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
     for name, k, batch, steps in (("whole", (), 4, 12), ("micro", ("--gradient-merge", 2), 2, 24)):
         out = files / f"{name}.pb"
         assert gradc_cli("compile", gm / "forward.pb", "-o", out, *ADAMW, *schedule, *k).returncode == 0
-        losses[name] = _losses(_train(out, files / "gpt" / "data.npz", "--startup", out.with_suffix(".startup.pb"),
+        losses[name] = step_losses(_train(out, files / "gpt" / "data.npz", "--startup", out.with_suffix(".startup.pb"),
                                       "--params", files / "gpt" / "init.npz", "--steps", steps, "--save-params",
                                       files / f"{name}.npz", batch=batch))
     np.testing.assert_allclose(np.reshape(losses["micro"], (-1, 2)).mean(1), losses["whole"], rtol=1e-6)
@@ -191,7 +185,7 @@ def test_compile_gradient_merge_accumulates_over_micro_batches(files):
     first = _train(micro, files / "gpt" / "data.npz", "--startup", micro.with_suffix(".startup.pb"), "--params",
                    files / "gpt" / "init.npz", *common, 7, "--checkpoint-every", 7, batch=2)
     rest = _train(micro, files / "gpt" / "data.npz", "--resume", checkpoints, *common, 24, batch=2)
-    assert _losses(first) + _losses(rest) == losses["micro"]
+    assert step_losses(first) + step_losses(rest) == losses["micro"]
     refused = gradc_cli("compile", gm / "forward.pb", "-o", files / "x.pb", "--gradient-merge", 2)
     assert refused.returncode == 1 and "--gradient-merge: only with --optimizer" in refused.stderr
 
@@ -320,7 +314,7 @@ def test_finetuning_a_classifier_on_the_frozen_embedding(files):
     for program, startup in ((files / "cls.pb", files / "cls.startup.pb"), (cls / "train.pb", cls / "startup.pb")):
         run = _train(program, cls / "data.npz", "--startup", startup, "--params", files / "gpt" / "trained.npz",
                      "--params", cls / "init.npz", "--save-params", files / "cls_trained.npz")
-        np.testing.assert_allclose(_losses(run), META["cls"]["losses"], rtol=1e-6)
+        np.testing.assert_allclose(step_losses(run), META["cls"]["losses"], rtol=1e-6)
         _same_weights(files / "cls_trained.npz", cls / "trained.npz")
         np.testing.assert_array_equal(np.load(files / "cls_trained.npz")["embedding_0.w_0"],
                                       np.load(files / "gpt" / "trained.npz")["embedding_0.w_0"])
@@ -339,7 +333,7 @@ def test_paddles_cuda_amp_programs_train_as_gradcs_amp(files, level):
     paddle = _train(amp / f"{level}.pb", gpt / "data.npz", "--startup", amp / f"{level}_startup.pb", *common)
     ours = _train(out, gpt / "data.npz", "--startup", gpt / "startup.pb", "--startup", out.with_suffix(".startup.pb"),
                   *common)
-    assert _losses(paddle) == _losses(ours)
+    assert step_losses(paddle) == step_losses(ours)
 
 
 @pytest.mark.parametrize("level, dtype, rtol", [("o1", "float16", 1e-3), ("o1", "bfloat16", 3e-3),
@@ -352,4 +346,4 @@ def test_amp_pretraining_stays_near_float32(files, level, dtype, rtol):
                      SCHEDULE, "--amp", level, "--amp-dtype", dtype).returncode == 0
     run = _train(out, gpt / "data.npz", "--startup", gpt / "startup.pb", "--startup", out.with_suffix(".startup.pb"),
                  "--seed", 41, "--paddle-stream", "--lr-schedule", SCHEDULE)
-    np.testing.assert_allclose(_losses(run), META["gpt"]["losses"], rtol=rtol)
+    np.testing.assert_allclose(step_losses(run), META["gpt"]["losses"], rtol=rtol)

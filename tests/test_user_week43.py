@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 
 WEEK = DATA / "user_week43"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -33,12 +33,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_each_model_trains_to_paddles_losses_and_weights(files, model):
     """gradc compile --optimizer adam (the SR nets under MultiStepDecay, given to train too) with the loss named and
@@ -56,7 +50,7 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
     run = gradc_cli("train", folder / "gradc.pb", "--startup", folder / "gradc.startup.pb", "--params",
                     folder / "init.npz", "--data", folder / "data.npz", "--batch-size", 2, "--json", "--log-every", 1,
                     "--save-params", folder / "trained_gradc.npz", *schedule)
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     noisy = {"conv2d_14.b_0", "batch_norm2d_0.w_1"} if model == "dncnn" else set()
     for name in set(paddle.files) - noisy:
@@ -74,7 +68,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     schedule = OPTIMIZERS[model] if model != "dncnn" else ()
     run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--params", folder / "init.npz",
                     "--data", folder / "data.npz", "--batch-size", 2, "--json", "--log-every", 1, *schedule)
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model, fetched", [("sr", {"psnr": "tmp_10"}), ("sr_nhwc", {"psnr": "tmp_5"}),
@@ -223,8 +217,8 @@ def test_a_schedule_stepped_per_epoch(files):
               "--data", folder / "data.npz", "--batch-size", 2, "--epochs", 3, "--json", "--log-every", 1,
               "--lr-schedule", SCHEDULE)
     paddle = META["sr_nhwc"]["epoch_losses"]
-    np.testing.assert_allclose(_losses(gradc_cli(*common, "--lr-per-epoch")), paddle, rtol=1e-6)
-    stepped = _losses(gradc_cli(*common))
+    np.testing.assert_allclose(step_losses(gradc_cli(*common, "--lr-per-epoch")), paddle, rtol=1e-6)
+    stepped = step_losses(gradc_cli(*common))
     np.testing.assert_allclose(stepped[:3], paddle[:3], rtol=1e-6)
     assert abs(stepped[3] / paddle[3] - 1) > 1e-3
     usage = gradc_cli("train", folder / "epochs.pb", "--data", folder / "data.npz", "--lr-per-epoch")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 
 WEEK = DATA / "user_week44"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -40,12 +40,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 4,
                      "--json", "--log-every", 1, *extra)
@@ -63,7 +57,7 @@ def test_each_moe_classifier_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in set(paddle.files) - {KEY_BIASES[model]}:
@@ -81,7 +75,7 @@ def test_warmup_cosine_adamw_without_decay_on_biases_and_clipped_trains_to_paddl
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params", folder / "init.npz",
                  "--lr-schedule", TUNED_SCHEDULE, "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META["tuned"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["tuned"]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in set(paddle.files) - {KEY_BIASES["tuned"]}:
         np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
@@ -93,7 +87,7 @@ def test_paddles_own_adamw_programs_train_in_gradc(files, model):
     folder = files / model
     run = _train(folder / "train.pb", folder / "startup.pb", folder,
                  *(("--lr-schedule", TUNED_SCHEDULE) if model == "tuned" else ()))
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 
 WEEK = DATA / "user_week45"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -41,12 +41,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 4,
                      "--lr-schedule", NOAM, "--json", "--log-every", 1, *extra)
@@ -64,7 +58,7 @@ def test_each_translation_model_trains_to_paddles_losses_and_weights(files, mode
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in set(paddle.files) - KEY_BIASES[model]:
@@ -76,7 +70,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     """Paddle's own minimize() programs (its clipping and Noam ops) from its startup give its 6 losses (no fault)."""
     folder = files / model
     run = _train(folder / "train.pb", folder / "startup.pb", folder)
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 def test_greedy_while_loop_decode_gives_paddles_ids(files):
@@ -228,7 +222,7 @@ def test_while_loop_teacher_forcing_trains_where_paddle_cannot(files):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(files / "gru_while_train.pb", files / "gru_while_train.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", files / "gru_while_trained.npz")
-    np.testing.assert_allclose(_losses(run), META["gru"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["gru"]["losses"], rtol=1e-6)
     ours, paddle = np.load(files / "gru_while_trained.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in paddle.files:

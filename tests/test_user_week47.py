@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 from gradc.executor.kernels import blas_bits
 
 WEEK = DATA / "user_week47"
@@ -51,12 +51,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, data, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", data, "--batch-size", 4, "--json",
                      "--log-every", 1, "--lr-schedule", SCHEDULE, *extra)
@@ -73,7 +67,7 @@ def test_each_clip_model_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder / "data.npz", "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in paddle.files:
@@ -86,7 +80,7 @@ def test_paddles_own_momentum_programs_train_in_gradc(files, model):
     its losses (1e-6); gradc diff finds gradc's compilation the same program but the rate's var name (no fault)."""
     folder = files / model
     run = _train(folder / "train.pb", folder / "startup.pb", folder / "data.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 def test_dropout3d_masks_are_paddles_from_its_seed(files):
@@ -96,7 +90,7 @@ def test_dropout3d_masks_are_paddles_from_its_seed(files):
     folder = files / "c3d_dropout"
     run = _train(folder / "train.pb", folder / "startup.pb", files / "c3d" / "data.npz", "--seed", 47,
                  "--paddle-stream", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META["c3d_dropout"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["c3d_dropout"]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     for name in paddle.files:
         np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
@@ -211,7 +205,7 @@ def test_pir_export_runs_and_fine_tunes_to_paddles(files):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(files / "finetune.json", files / "finetune.startup.json", files / "c3d" / "data.npz", "--params",
                  files / "c3d_pir.pdiparams")
-    np.testing.assert_allclose(_losses(run), paddle["finetune_losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), paddle["finetune_losses"], rtol=1e-6)
 
 
 def test_loss_note_names_the_last_op_before_the_metrics(files):

@@ -12,7 +12,7 @@ import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 from gradc import optimizers
 from gradc.training.history import default_fetch
 
@@ -34,12 +34,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder.parent / "data.npz", "--batch-size", 8,
                      "--json", "--log-every", 1, *extra)
@@ -56,7 +50,7 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in paddle.files:
@@ -69,7 +63,7 @@ def test_paddles_own_adam_programs_train_in_gradc(files, model):
     its initial weights (its startup drew them unseeded) give its 6 losses (1e-6) (no fault)."""
     folder = files / model
     run = _train(folder / "train.pb", folder / "startup.pb", folder, "--params", folder / "init.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model, loss", [("fixed", "cls_loss"), ("fixed", "reg_loss"), ("fixed", "ml_loss"),
@@ -153,7 +147,7 @@ def test_a_task_loss_differentiated_by_gradients_is_no_training_loss(files, tmp_
     assert f"loss: {META['fixed']['loss']} (its op's op_role marks it the loss)" in info.stdout
     run = _train(tmp_path / "train.pb", tmp_path / "train.startup.pb", files / "fixed", "--params",
                  files / "fixed" / "init.npz")
-    np.testing.assert_allclose(_losses(run), META["fixed"]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META["fixed"]["losses"], rtol=1e-6)
 
 
 def _unguarded_by_clip(program: gradc.Program) -> gradc.Program:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
 from gradc.central_differences import numeric_grad, settled
 
 WEEK = DATA / "user_week49"
@@ -46,12 +46,6 @@ def files(tmp_path_factory):
     return out
 
 
-def _losses(run) -> list:
-    assert run.returncode == 0, run.stderr
-    return [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-            if line["event"] == "step"]
-
-
 def _train(program, startup, folder, *extra):
     return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 8,
                      "--json", "--log-every", 1, *extra)
@@ -68,7 +62,7 @@ def test_each_ranker_trains_to_paddles_losses_and_weights(files, model):
     assert compiled.returncode == 0, compiled.stderr
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     assert sorted(ours.files) == sorted(paddle.files)
     for name in set(paddle.files) - SHIFT_INVARIANT.get(model, set()):
@@ -80,7 +74,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     """Paddle's own minimize() programs (its sparse lookup grad, lazy adam, adagrad, clipping of SelectedRows) from
     its startup give its 5 losses (1e-6) (no fault)."""
     run = _train(files / model / "train.pb", files / model / "startup.pb", files / model)
-    np.testing.assert_allclose(_losses(run), META[model]["losses"], rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", ("pointwise", "pairwise", "listwise", "twotower"))
@@ -278,7 +272,7 @@ def test_paddles_pir_training_programs_train_to_its_losses(files, model):
                     "--params", files / f"{model}_pir_init.npz", "--data", files / model / "data.npz", "--batch-size",
                     8, "--fetch", "loss", "--json", "--log-every", 1)
     losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
-    np.testing.assert_allclose(_losses(run), losses, rtol=1e-6)
+    np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
 
 
 @pytest.mark.parametrize("click, message", [(0, "has a relevant document (relevance > 0) in 'click': NDCG, MRR and "
