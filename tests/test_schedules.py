@@ -2,6 +2,9 @@
 Paddle wrote before each run (lrs.npy of the linear_lr_* fixtures, float32-exact), and training with them
 through the executor API and `gradc train` follows Paddle's training."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -135,3 +138,12 @@ def test_multiplicative_decay_steps_on_from_its_latest_rate():
     assert len(calls) == 199
     fresh = schedules.parse("MultiplicativeDecay(0.1, lambda e: 0.9 if e % 3 else 1.01)")
     assert [fresh(step) for step in (150, 7, 199)] == [rates[150], rates[7], rates[199]]
+
+
+def test_a_lambdas_round_of_an_integer_to_far_left_digits_does_not_hang():
+    """round(5, -int(1e9)) of an int built 10 ** (10 ** 9) digit by digit (-int(1e7): 16 s; -int(1e9): hours); in
+    floats it is 0 at once, as Paddle's float(lr) of it."""
+    script = ("from gradc import schedules; "
+              "print(schedules.parse('LambdaDecay(0.1, lambda e: round(5 * e, -int(1e9)) + round(e, 1))')(3))")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and float(run.stdout) == pytest.approx(0.3), run.stderr[-300:]

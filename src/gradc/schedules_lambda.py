@@ -17,7 +17,8 @@ BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, 
 UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
 COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
            ast.NotEq: operator.ne}
-FUNCTIONS = {"min": min, "max": max, "abs": abs, "int": int, "float": float, "round": round,
+FUNCTIONS = {"min": min, "max": max, "abs": abs, "int": int, "float": float,
+             "round": lambda number, *digits: round(float(number), *digits),   # an int's round(5, -10 ** 9): hours
              **{f"math.{name}": getattr(math, name) for name in ("cos", "sin", "exp", "log", "sqrt", "floor", "ceil",
                                                                 "pow", "tanh")}}
 CONSTANTS = {"math.pi": math.pi, "math.e": math.e}
