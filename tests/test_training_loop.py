@@ -152,3 +152,19 @@ def test_a_mid_epoch_history_without_the_means_parts_resumes_to_the_epochs_mean(
              "epoch_sums": [7.0 * 3 + 9.0 * 5], "epoch_examples": 8, "last_eval": {}}
     history = History.from_state(["psnr"], state, averaged=["mse"], derive=lambda means: {"psnr": -1.0})
     assert history.running() == {"psnr": (7.0 * 3 + 9.0 * 5) / 8}
+
+
+def test_a_mid_epoch_history_without_the_means_parts_keeps_the_steps_mean_to_the_epochs_end():
+    """After such a resume, the epoch's parts hold only the steps since: the MSE of 4 of 12 examples' parts over all
+    12 gave a PSNR of 24.77 where every step's was 20; the epoch's mean of the steps, to its end, then the parts."""
+    state = {"fetch": ["psnr"], "steps": [[20.0], [20.0]], "epochs": [], "examples": 8, "seconds": 0.1,
+             "epoch_sums": [20.0 * 8], "epoch_examples": 8, "last_eval": {}}
+    history = History.from_state(["psnr"], state, averaged=["mse"],
+                                 derive=lambda means: {"psnr": 10 * np.log10(1 / means["mse"])})
+    history.add_step([20.0], 4, [0.01])
+    assert history.running() == {"psnr": 20.0}
+    resumed = History.from_state(["psnr"], history.state(), averaged=["mse"], derive=lambda means: {"psnr": -1.0})
+    assert resumed.running() == {"psnr": 20.0}   # saved again mid-epoch: still the steps' mean
+    history.end_epoch(0, {})
+    history.add_step([30.0], 4, [0.001])
+    assert history.running()["psnr"] == pytest.approx(30.0)

@@ -91,6 +91,7 @@ class History:
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
     epoch_parts: dict[str, float] = field(default_factory=dict)   # the ratios' parts summed, the means weighted
+    partless_epoch: bool = False   # resumed mid-epoch from an older gradc's checkpoint, which kept no epoch_parts
     last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
     kept_epoch: int | None = None                              # early stopping: the epoch whose parameters it kept
     told_nonfinite: bool = False                               # a step's NaN or Inf was warned of
@@ -126,10 +127,9 @@ class History:
         other the mean over the examples."""
         count = max(self.epoch_examples, 1)
         means = {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
-        parts = self.epoch_parts
-        # a mid-epoch checkpoint of an older gradc kept no parts: its epoch's scalars stay the means
-        if self.derive is not None and self.epoch_examples and all(name in self.fetch or name in parts
-                                                                    for name in self.averaged):
+        # resumed mid-epoch from an older gradc's checkpoint, the parts hold the steps since alone: the means stand
+        parts = {} if self.partless_epoch else self.epoch_parts
+        if self.derive is not None and self.epoch_examples and not self.partless_epoch:
             means.update(self.derive({name: means[name] if name in self.fetch else parts[name] / count
                                       for name in self.averaged}))
         means.update({name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items()
@@ -140,7 +140,7 @@ class History:
         record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
         self.last_eval = evaluated
         self.epochs.append(record)
-        self.epoch_sums, self.epoch_examples, self.epoch_parts = [], 0, {}
+        self.epoch_sums, self.epoch_examples, self.epoch_parts, self.partless_epoch = [], 0, {}, False
         return record
 
     def best_epoch(self, name: str, higher: bool = False) -> dict | None:
@@ -160,7 +160,7 @@ class History:
     def state(self) -> dict:
         return {"fetch": self.fetch, "steps": self.steps, "epochs": self.epochs, "examples": self.examples,
                 "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples,
-                "epoch_parts": self.epoch_parts, "last_eval": self.last_eval}
+                "epoch_parts": self.epoch_parts, "partless_epoch": self.partless_epoch, "last_eval": self.last_eval}
 
     @classmethod
     def from_state(cls, fetch: list[str], state: dict, **kinds) -> History:
@@ -171,6 +171,7 @@ class History:
             for key, value in state.items():
                 if key in cls.__dataclass_fields__ and isinstance(value, type(getattr(history, key))):
                     setattr(history, key, value)
+            history.partless_epoch |= bool(history.epoch_examples) and "epoch_parts" not in state
         return history
 
 
