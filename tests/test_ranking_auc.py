@@ -43,3 +43,18 @@ def test_query_auc_of_a_large_query_fits_in_a_small_memory():
 def test_nan_scores_are_refused():
     with pytest.raises(GradcError, match="scores 'score' hold NaN: nothing to rank by"):
         _tally(np.array([0.5, np.nan, 0.1]), np.array([1, 0, 0]), np.zeros(3, int))
+
+
+def test_nan_scores_of_entries_the_mask_leaves_out_are_not_ranked():
+    """A listwise ranker's padded entries may score NaN (a log of their zero features): --mask leaves them out of
+    every metric, so they were refused for nothing; a NaN among the real entries still is."""
+    scores = np.array([[0.9, 0.1, 0.4, np.nan], [0.2, 0.8, np.nan, np.nan]])
+    relevance, mask = np.array([[1, 0, 2, 0], [1, 0, 0, 0]]), np.array([3, 2])
+    masked = RankingTally(("s", "r"), [1, 2], "m")
+    masked.add(scores, {"r": relevance, "m": mask}, "set")
+    real = RankingTally(("s", "r"), [1, 2], None)
+    for row, rel, length in zip(scores, relevance, mask):
+        real.add(row[None, :length], {"r": rel[None, :length]}, "set")
+    assert masked.results() == real.results()
+    with pytest.raises(GradcError, match="hold NaN"):
+        masked.add(scores, {"r": relevance, "m": mask + 1}, "set")

@@ -63,13 +63,12 @@ class RankingTally:
     def add(self, scores, batch: Mapping, source: str) -> None:
         scores, relevance = np.asarray(scores, np.float64), np.asarray(batch[self.ranking[1]], np.float64)
         self.source = source
-        if np.isnan(scores).any():   # no place in a ranking: argsort put them last, the AUC's pairs counted them lost
-            raise GradcError(f"{source}: --ranking: a batch's scores '{self.ranking[0]}' hold NaN: nothing to rank by")
         if len(self.ranking) == 3:
             ids = np.asarray(batch[self.ranking[2]]).reshape(-1)
             if not scores.size == relevance.size == ids.size:
                 raise GradcError(f"{source}: --ranking: a batch gave {scores.size} scores, {relevance.size} relevance "
                                  f"values and {ids.size} query ids: one each a document")
+            self._check_ranked(scores)
             self.rows.append((scores.reshape(-1), relevance.reshape(-1), ids))
             return
         if item_ids(batch[self.ranking[1]], scores.shape):
@@ -79,7 +78,13 @@ class RankingTally:
                              f"'{self.ranking[1]}' {list(relevance.shape)} differ in shape")
         kept = counted_positions(np.asarray(batch[self.mask]), relevance.shape) if self.mask else None
         kept = np.ones(relevance.shape, bool) if kept is None else kept
+        self._check_ranked(scores[kept])   # a padded entry the mask leaves out may score NaN
         self.lists += [(row[keep], rel[keep]) for row, rel, keep in zip(scores, relevance, kept)]
+
+    def _check_ranked(self, scores: np.ndarray) -> None:
+        if np.isnan(scores).any():   # no place in a ranking: argsort put them last, the AUC's pairs counted them lost
+            raise GradcError(f"{self.source}: --ranking: a batch's scores '{self.ranking[0]}' hold NaN: nothing to "
+                             f"rank by")
 
     def _one_hot(self, ids: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         ids = ids.reshape(-1)
