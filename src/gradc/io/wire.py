@@ -252,9 +252,7 @@ class Encoder:
                 return encoded
         body = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
         if value is not None:
-            if kind in TEXT_LIST_TAGS and listed:
-                body += text_fields(TEXT_LIST_TAGS[kind], value)
-            elif kind in LIST_FIELDS:
+            if kind in LIST_FIELDS:
                 if not listed:
                     raise Unusual
                 body += b"".join([LIST_FIELDS[kind](v) for v in value])
