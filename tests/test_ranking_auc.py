@@ -7,7 +7,9 @@ import sys
 import numpy as np
 import pytest
 
+import gradc
 from gradc.errors import GradcError
+from gradc.layers import ProgramBuilder
 from gradc.training.ranking import RankingTally
 
 
@@ -58,3 +60,29 @@ def test_nan_scores_of_entries_the_mask_leaves_out_are_not_ranked():
     assert masked.results() == real.results()
     with pytest.raises(GradcError, match="hold NaN"):
         masked.add(scores, {"r": relevance, "m": mask + 1}, "set")
+
+
+def _dynamic_ranker():
+    """scores = 2x over lists whose length the program leaves open, [-1, -1]."""
+    net = ProgramBuilder()
+    scores = net.op("scale", {"X": net.data("x", [-1, -1], "float32")}, {"scale": 2.0})[0]
+    return net.program, scores
+
+
+def test_a_mask_of_lists_whose_length_the_program_leaves_open():
+    """--ranking SCORES,ITEM --mask of scores declared [-1, -1]: a length per row broadcast the rows to a length of
+    -1 (an internal ValueError), a [N, L] mask was refused against [N, -1]; both rank the entries they mark, and a
+    mask that marks the batch's scores neither way is refused."""
+    program, scores = _dynamic_ranker()
+    x = np.random.default_rng(3).normal(size=(4, 5)).astype(np.float32)
+    items, lengths = np.array([0, 1, 2, 3]), np.array([5, 4, 4, 5])
+    expected = RankingTally(("s", "r"), [1, 2], None)
+    for row, item, length in zip(2.0 * x.astype(np.float64), items, lengths):
+        expected.add(row[None, :length], {"r": np.eye(length, dtype=int)[item][None]}, "set")
+    for mask in (lengths, (np.arange(5) < lengths[:, None]).astype(np.int64)):
+        result = gradc.evaluate(program, {"x": x, "next": items, "mask": mask}, ranking=f"{scores},next",
+                                mask="mask", topk=[1, 2])
+        assert {key: result[key] for key in expected.results()} == pytest.approx(expected.results(), abs=1e-12)
+    with pytest.raises(GradcError, match="--mask mask \\[4, 3\\] marks neither"):
+        gradc.evaluate(program, {"x": x, "next": items % 3, "mask": np.ones((4, 3), np.int64)},
+                       ranking=f"{scores},next", mask="mask")

@@ -85,7 +85,10 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
     elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries, a catalogue's padding item
         relevance = np.asarray(data_arrays(data)[evaluation.ranking[1]])
-        rows = [relevance.shape[0], declared_shape(evaluation.program, evaluation.ranking[0])[-1]]
+        entries = declared_shape(evaluation.program, evaluation.ranking[0])[-1:]
+        # a row's length left open (-1): the mask's own, to which each batch's scores are held (RankingTally.add)
+        length = entries[0] if entries and entries[0] >= 0 else (np.shape(data_arrays(data).get(mask, ())) or (0,))[-1]
+        rows = [relevance.shape[0], length]
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.ranking[1], data.source,
                                        rows if item_ids(relevance, rows) else None)
     elif mask is not None:

@@ -76,8 +76,10 @@ class RankingTally:
         if scores.shape != relevance.shape:
             raise GradcError(f"{source}: --ranking: the scores {list(scores.shape)} and the relevance "
                              f"'{self.ranking[1]}' {list(relevance.shape)} differ in shape")
-        kept = counted_positions(np.asarray(batch[self.mask]), relevance.shape) if self.mask else None
-        kept = np.ones(relevance.shape, bool) if kept is None else kept
+        kept = counted_positions(batch[self.mask], relevance.shape) if self.mask else np.ones(relevance.shape, bool)
+        if kept is None:   # scores whose row length the program leaves open, wider or narrower than the mask
+            raise GradcError(f"{source}: --mask {self.mask} {list(np.shape(batch[self.mask]))} marks neither each of "
+                             f"the scores' {list(scores.shape)} entries nor, as integers, the length of each row")
         self._check_ranked(scores[kept])   # a padded entry the mask leaves out may score NaN
         self.lists += [(row[keep], rel[keep]) for row, rel, keep in zip(scores, relevance, kept)]
 
