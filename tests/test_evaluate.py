@@ -9,6 +9,8 @@ import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
+from gradc.errors import GradcNotice
+from gradc.layers import ProgramBuilder
 from test_cli import assert_clean_failure
 from test_training_loop import ACC, EXAMPLE, LOSS, digits
 
@@ -149,3 +151,19 @@ def test_bad_labels_and_missing_values_are_refused_in_one_line(trained, tmp_path
                          "top-11 accuracy of 10 classes ('softmax_0.tmp_0'): every example would count as right")
     usage = gradc_cli("evaluate", *model, directory / "test.npz", "--topk", "0")
     assert usage.returncode == 2 and "'--topk': '0': each k is 1 or more" in usage.stderr
+
+
+def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_as_unfed():
+    """--ranking on data without the loss's target 't', which an op after the loss scales in place (t.scale_()): that
+    later op was counted as computing 't', so the loss was kept and the evaluation failed "the fetches need 't'";
+    it is left out with its note, as a target no op writes."""
+    net = ProgramBuilder()
+    x, target = net.data("x", [-1, 5], "float32"), net.data("t", [-1, 5], "float32")
+    scores = net.op("scale", {"X": x}, {"scale": 2.0})[0]
+    loss = net.op("reduce_mean", {"X": net.op("elementwise_sub", {"X": scores, "Y": target})[0]},
+                  {"reduce_all": True})[0]
+    net.block.append_op("scale", {"X": [target]}, {"Out": [target]}, {"scale": 0.5})
+    data = {"x": np.random.default_rng(0).normal(size=(4, 5)).astype(np.float32), "next": np.array([0, 1, 2, 3])}
+    with pytest.warns(GradcNotice, match=f"the loss '{loss}' needs 't', which the data does not hold"):
+        result = gradc.evaluate(net.program, data, ranking=f"{scores},next")
+    assert result["unfed_losses"] == {loss: "t"} and result["hit@1"] == np.mean(np.argmax(data["x"], 1) == [0, 1, 2, 3])

@@ -190,7 +190,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
             raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
                              + (f" (did you mean '{close}'?)" if close else ""))
     block.ops, needed = _needed_ops(pruned, fetches, feeds)
-    for name in _unfed(block, needed, feeds):
+    for name in _unfed(block, block.ops, needed, feeds):
         feed_it = (f"the data has no array '{name}': add one" if from_data else
                    f"feed it: --input {name} on the command line, feeds= in Python")
         raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
@@ -202,7 +202,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
 def missing_inputs(program: Program, fetches: list[str], feeds: Iterable[str]) -> list[str]:
     """The vars ``fetches`` need from outside block 0 that ``feeds`` leave out (not persistable: inputs)."""
     feeds = set(feeds)
-    return _unfed(program.global_block, _needed_ops(program, fetches, feeds)[1], feeds)
+    return _unfed(program.global_block, *_needed_ops(program, fetches, feeds), feeds)
 
 
 def _needed_ops(program: Program, fetches: list[str], feeds: set[str]) -> tuple[list, set[str]]:
@@ -216,8 +216,9 @@ def _needed_ops(program: Program, fetches: list[str], feeds: set[str]) -> tuple[
     return kept[::-1], needed
 
 
-def _unfed(block, needed: set[str], feeds: set[str]) -> list[str]:
-    written = {name for op in block.ops for name in op.output_names()}
+def _unfed(block, kept: list, needed: set[str], feeds: set[str]) -> list[str]:
+    """The inputs ``needed`` that neither the ``kept`` ops write nor ``feeds`` give (an op left out writes later)."""
+    written = {name for op in kept for name in op.output_names()}
     return [name for name in sorted(needed - written - feeds)
             if block.find_var(name) is not None and not block.find_var(name).persistable]
 
