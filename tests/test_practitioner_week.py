@@ -114,6 +114,8 @@ def test_a_python_fit_stopped_by_ctrl_c_keeps_its_scope_whole_and_saves_a_checkp
                                                   "StepDecay?)"),
     ("StepDecay", "the learning-rate schedule StepDecay needs its arguments: StepDecay(learning_rate, step_size, "
                   "gamma)"),
+    ("lr.StepDecay", "the learning-rate schedule lr.StepDecay needs its arguments: StepDecay(learning_rate, "
+                     "step_size, gamma)"),
     ("cosin", "cannot read the learning-rate schedule 'cosin' (did you mean cosine?)"),
 ])
 def test_a_misspelt_lr_schedule_says_what_was_meant_in_the_words_of_the_option(tmp_path, spec, message):

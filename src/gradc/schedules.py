@@ -210,9 +210,10 @@ def parse(spec: str) -> Schedule:
         tree = ast.parse(spec.strip(), mode="eval").body
         if isinstance(tree, ast.Call):
             return _call(tree, spec.strip())
-        if isinstance(tree, ast.Name) and tree.id in SCHEDULES:
-            raise GradcError(f"the learning-rate schedule {spec} needs its arguments: {tree.id}("
-                             f"{', '.join(inspect.signature(SCHEDULES[tree.id]).parameters)}), as Paddle's class")
+        bare = _class_name(tree) if isinstance(tree, (ast.Name, ast.Attribute)) else None
+        if bare in SCHEDULES:
+            raise GradcError(f"the learning-rate schedule {spec} needs its arguments: {bare}("
+                             f"{', '.join(inspect.signature(SCHEDULES[bare]).parameters)}), as Paddle's class")
         if isinstance(tree, ast.Name):   # misspelt
             meant = _did_you_mean(tree.id, [*SCHEDULES, "cosine", "linear", "step"])
             raise GradcError(f"cannot read the learning-rate schedule '{spec}'{meant}: give values (0.1,0.05) or "

@@ -1,6 +1,6 @@
 """Paddle's LambdaDecay and MultiplicativeDecay, whose rate is a Python function of the epoch: given as its lambda
 (``LambdaDecay(0.1, lambda epoch: 0.95 ** epoch)``), which is read, never run as Python: arithmetic on the epoch
-and numbers, comparisons, ``a if c else b``, and min, max, abs, int, float and math's functions."""
+and numbers, comparisons, ``a if c else b``, and min, max, abs, int, float, round and math's functions."""
 
 from __future__ import annotations
 
