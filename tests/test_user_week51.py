@@ -1,0 +1,111 @@
+"""An anomaly-detection and continual-learning engineer's week (docs/tools.md): a dense and a convolutional autoencoder
+(Conv2D, BatchNorm2D, Conv2DTranspose) scored by per-example reconstruction errors, Deep SVDD with its center fed or
+held as a frozen parameter, an autoencoder with an input-gradient-norm penalty (a second-order training), and EWC on
+a second task with the per-example Fisher and old weights loaded as frozen vars, trained by Adam and SGD with
+momentum against Paddle 3.3.1's (tools/paddle_user_week51.py); the penalties checked against central differences;
+the anomaly scores' AUC by gradc evaluate; Paddle's PIR training program. Each fault found, as the behaviour it has
+now."""
+
+import json
+
+import numpy as np
+import pytest
+
+from cli_inprocess import gradc_cli
+from fixtures import DATA, step_losses, unpacked
+
+WEEK = DATA / "user_week51"
+META = json.loads((WEEK / "meta.json").read_text())
+MODELS = ("dense", "conv", "svdd_fed", "svdd_param", "gradpen", "ewc")
+COMPILE = {"dense": ("--optimizer", "adam"), "conv": ("--optimizer", "momentum", "--lr", 0.05, "--momentum", 0.9),
+           "svdd_fed": ("--optimizer", "adam"), "svdd_param": ("--optimizer", "adam"),
+           "gradpen": ("--optimizer", "momentum", "--lr", 0.05, "--momentum", 0.9), "ewc": ("--optimizer", "adam")}
+# Deep SVDD's center, the same for every batch: fed whole beside the batches (--feed FIXED beside --data)
+FIXED = {"svdd_fed": "center.npz"}
+# the dense autoencoder's first-layer weight [9, 2] has a gradient of 1.6e-8 (float64) at the first step, below
+# float32's rounding of its sum over the batch (Paddle 3.4e-9 and gradc's differ there, the rest to 4e-8): Adam's
+# m / (sqrt(v) + 1e-8) makes each rounding a step of the rate's size, and the losses part from step 2 (1.5e-4)
+LOSS_RTOL, WEIGHTS_ATOL = {"dense": 3e-4}, {"dense": 5e-3}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The week's files unpacked, a folder a model; each model's first batch."""
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week51"), MODELS)
+    for model in MODELS:
+        data = np.load(out / model / "data.npz")
+        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
+    return out
+
+
+def _fixed(folder, model):
+    return ("--feed", folder / FIXED[model]) if model in FIXED else ()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_model_trains_to_paddles_losses_and_weights(files, model):
+    """gradc compile with the user's optimizer and train from Paddle's initial weights: 5 steps give Paddle's losses to
+    1e-6 relative and its weights to 3e-7 (the dense model's: LOSS_RTOL): the batch-normed convolutional autoencoder,
+    the frozen center (and EWC's frozen Fisher and old weights) left as loaded, the gradient penalty's second-order
+    backward (no fault)."""
+    folder = files / model
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", "--lr", 0.01,
+                         *COMPILE[model])
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", folder / "train_gradc.pb", "--startup", folder / "train_gradc.startup.pb", "--params",
+                    folder / "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1,
+                    "--save-params", folder / "trained_gradc.npz", *_fixed(folder, model))
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=LOSS_RTOL.get(model, 1e-6))
+    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
+    assert sorted(ours.files) == sorted(paddle.files)
+    for name in paddle.files:
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=WEIGHTS_ATOL.get(model, 3e-7),
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_paddles_own_training_programs_train_in_gradc(files, model):
+    """Paddle's own minimize() programs from its startup give its 5 losses (1e-6) (no fault)."""
+    folder = files / model
+    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--params", folder / "init.npz",
+                    "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1,
+                    *_fixed(folder, model))
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=LOSS_RTOL.get(model, 1e-6))
+
+
+@pytest.mark.parametrize("model", ("dense", "conv", "svdd_param", "gradpen", "ewc"))
+def test_run_gives_paddles_anomaly_scores(files, model):
+    """gradc run --test-mode on Paddle's trained weights gives each test example's score (the mean over features of
+    F.mse_loss(reduction='none'), the batch-normed model's with its running statistics, Deep SVDD's distance) as
+    Paddle's for_test clone gave it (no fault)."""
+    folder = files / model
+    run = gradc_cli("run", folder / "forward.pb", "--params", folder / "trained.npz", "--feed", folder / "test.npz",
+                    "--test-mode", "--fetch", f"{META[model]['score']}=score", "-o", folder / "scores_gradc.npz")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(folder / "scores_gradc.npz")["score"], np.load(folder / "scores.npz")["score"],
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("model, loss", [("dense", None), ("conv", None), ("svdd_param", None), ("gradpen", None),
+                                         ("gradpen", "penalty"), ("ewc", None), ("ewc", "penalty")])
+def test_check_of_losses_and_penalties_against_central_differences(files, model, loss):
+    """gradc check on Paddle's trained weights: every parameter checked agrees with float64 central differences, the
+    input-gradient penalty alone (its second-order backward) and EWC's penalty alone too (no fault)."""
+    folder = files / model
+    chosen = ("--loss", META[model][loss]) if loss else ()
+    run = gradc_cli("check", folder / "forward.pb", "--params", folder / "trained.npz", "--feed", folder / "first.npz",
+                    "--json", *chosen)
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["problems"] == [] and result["vars"] and all(var["ok"] for var in result["vars"])
+
+
+def test_paddles_pir_training_program_trains_to_its_losses(files):
+    """The dense autoencoder minimized in PIR static mode: gradc trains Paddle's serialized program from its initial
+    values to its 5 PIR losses (the first to 1e-7, the rest as the legacy program's: LOSS_RTOL) (no fault)."""
+    run = gradc_cli("train", files / "dense_pir_train.json", "--startup", files / "dense_pir_startup.json",
+                    "--params", files / "dense_pir_init.npz", "--data", files / "dense" / "data.npz", "--batch-size",
+                    8, "--fetch", "loss", "--json", "--log-every", 1)
+    losses = json.loads((WEEK / "pir_losses.json").read_text())["dense"]
+    np.testing.assert_allclose(step_losses(run), losses, rtol=LOSS_RTOL["dense"])
+    np.testing.assert_allclose(step_losses(run)[0], losses[0], rtol=1e-7)
