@@ -109,3 +109,33 @@ def test_paddles_pir_training_program_trains_to_its_losses(files):
     losses = json.loads((WEEK / "pir_losses.json").read_text())["dense"]
     np.testing.assert_allclose(step_losses(run), losses, rtol=LOSS_RTOL["dense"])
     np.testing.assert_allclose(step_losses(run)[0], losses[0], rtol=1e-7)
+
+
+@pytest.mark.parametrize("command", ("check", "run"))
+def test_check_and_run_take_a_batch_and_a_fixed_input_as_two_feeds(files, command):
+    """Deep SVDD's center is fed beside the batch: train takes --data D --feed center.npz, but check and run took one
+    --feed, a second silently replacing the first ('reads var 'x' (slot X), which is not fed'). --feed is
+    repeatable now, the files' arrays fed together (run --fetch gives Paddle's distances of the test set)."""
+    folder = files / "svdd_fed"
+    feeds = ("--feed", folder / ("first.npz" if command == "check" else "test.npz"), "--feed", folder / "center.npz")
+    if command == "check":
+        run = gradc_cli("check", folder / "forward.pb", "--params", folder / "trained.npz", *feeds, "--json")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert [var["var"] for var in json.loads(run.stdout)["vars"]] == ["linear_0.w_0", "linear_1.w_0"]
+        return
+    run = gradc_cli("run", folder / "forward.pb", "--params", folder / "trained.npz", *feeds, "--fetch",
+                    f"{META['svdd_fed']['score']}=score", "-o", folder / "fed_scores.npz")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_allclose(np.load(folder / "fed_scores.npz")["score"], np.load(folder / "scores.npz")["score"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_feed_without_the_fixed_input_names_the_input_not_fed(files):
+    """The test set alone (its labels beside x, no center) was refused for its labels only, 'feed var 'label' is not
+    declared in block 0 (the program's inputs: center, x)', which is not what is wrong; the line now names the
+    input the feed lacks."""
+    folder = files / "svdd_fed"
+    run = gradc_cli("run", folder / "forward.pb", "--params", folder / "trained.npz", "--feed", folder / "test.npz",
+                    "--fetch", META["svdd_fed"]["score"])
+    assert run.returncode == 1 and run.stderr.count("\n") == 1
+    assert "(the program's inputs: center, x; not fed: center)" in run.stderr, run.stderr

@@ -16,7 +16,7 @@ from ..training.params import initialised_values, read_files
 from .json_output import emit
 from .loss_option import loss_option
 from .name_globs import matching
-from .run_feeds import feed_arrays, model_inputs, naming_feed
+from .run_feeds import FEED_HELP, feed_arrays, model_inputs, naming_feed
 from .run_reports import checked_document, compared_nothing, kinks_said, mismatch_place
 
 
@@ -25,7 +25,7 @@ def program_and_values(startup_help: str):
     def apply(command):
         for option in reversed([
                 click.argument("program", type=click.Path()),
-                click.option("--feed", type=click.Path(), help="Inputs, an .npz."),
+                click.option("--feed", type=click.Path(), multiple=True, help=f"Inputs, an .npz. {FEED_HELP}"),
                 click.option("--params", type=click.Path(), multiple=True,
                              help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams. Repeatable."),
                 click.option("--startup", "startups", multiple=True, type=click.Path(), help=startup_help)]):

@@ -21,7 +21,7 @@ from ..training.params import read_files, require_values, run_startup
 from .check import program_and_values
 from .json_output import emit, held_notes
 from .name_globs import fetched_globs
-from .run_feeds import feed_arrays, model_inputs, naming_feed
+from .run_feeds import FEED_HELP, feed_arrays, model_inputs, naming_feed
 from .run_repeat import stacked
 from .run_reports import (
     dense_array,
@@ -83,8 +83,9 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 @click.command()
 @click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
-              "it, each level's offsets), or a .csv whose header names each column's input var, as --data of train.")
+@click.option("--feed", type=click.Path(), multiple=True, help="Inputs, an .npz of name -> array (a LoD: name@LOD0, "
+              "... beside it, each level's offsets), or a .csv whose header names each column's input var, as --data "
+              f"of train. {FEED_HELP}")
 @click.option("--params", type=click.Path(), multiple=True,
               help="Persistable values (parameters): an .npz, Paddle's .pdiparams, its pickled .pdparams / .pdopt, or "
                    "Paddle 1.x's directory of one file per var. Repeatable, loaded in order.")

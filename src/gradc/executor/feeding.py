@@ -64,7 +64,7 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
             value, lod = value.array, value.lod
         var = block.find_var(name)
         if var is None:
-            raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name)}")
+            raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name, feed)}")
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
         elif var.dtype in FLOAT8_FORMATS:
@@ -167,13 +167,16 @@ def program_inputs(block: Block) -> list[str]:
     return _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values() if var.need_check_feed]
 
 
-def _expected_feeds(block: Block, name: str) -> str:
-    """What the program does take, for an error about a name it does not, and the one the name is a slip for."""
+def _expected_feeds(block: Block, name: str, fed: Mapping[str, object]) -> str:
+    """What the program does take, for an error about a name it does not: the one the name is a slip for, else the
+    inputs the feed lacks (a file of the batch alone, a test set's labels beside it, without a fixed input)."""
     names = program_inputs(block)
     if not names:
         return ""
     close = closest(name, names, ignore_case=True)
-    hint = f"; did you mean '{close}'?" if close else ""
+    unfed = [input_name for input_name in names if input_name not in fed]
+    hint = (f"; did you mean '{close}'?" if close else
+            f"; not fed: {', '.join(unfed)}" if unfed else "")
     return f" (the program's inputs: {', '.join(names)}{hint})"
 
 
