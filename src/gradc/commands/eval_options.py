@@ -1,6 +1,6 @@
 """The options that ask an evaluation for its metrics beside its scalars (the top-k accuracy, the mIoU, a two-tower
-model's recall@k, a ranker's NDCG@k and MRR, and the labels and mask they count), shared by `gradc evaluate` and
-`gradc train --eval`."""
+model's recall@k, a ranker's NDCG@k and MRR, a score's ROC AUC, and the labels and mask they count), shared by `gradc
+evaluate` and `gradc train --eval`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..errors import GradcError
 from ..training.eval_plan import EvalMetrics
 from ..training.ranking import parse_ranking
 from ..training.retrieval import parse_pair
+from ..training.roc import parse_roc
 
 
 def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
@@ -32,8 +33,16 @@ def _ranking(ctx, param, value: str | None) -> tuple[str, ...] | None:
         raise click.BadParameter(str(exc).removeprefix(f"--ranking {value!r}: ")) from None
 
 
+def _roc(ctx, param, value: str | None) -> tuple[str, str] | None:
+    try:
+        return parse_roc(value) if value is not None else None
+    except GradcError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"--roc {value!r}: ")) from None
+
+
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --recall, --ranking and --topk (``topk_default``: the k without it)."""
+    """--label, --ignore-index, --mask, --miou, --recall, --ranking, --roc and --topk (``topk_default``: the k
+    without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read)."),
@@ -56,6 +65,11 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "data's graded labels (> 0: relevant), or with scores [N, L] one integer a row, the index of "
                      "its relevant entry (a next-item model's scores over the catalogue and the item that came "
                      "next)."),
+        click.option("--roc", metavar="SCORE,LABEL", callback=_roc, help="The ROC AUC (roc_auc) and average "
+                     "precision of a score an example over the whole set instead of the accuracy: SCORE the "
+                     "program's, [N] or [N, 1] (an anomaly detector's reconstruction error or distance, a binary "
+                     "classifier's logit), higher for the positive class; LABEL the data's labels, > 0 positive (an "
+                     "anomaly)."),
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 
@@ -66,6 +80,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
     return apply
 
 
-def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None) -> EvalMetrics:
+def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
-    return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking)
+    return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
+                       roc)

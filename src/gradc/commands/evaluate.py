@@ -50,7 +50,7 @@ from .run import STRICT_PARAMS
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, recall, ranking, topk, seed, train_mode, as_json, strict_params):
+             miou, recall, ranking, roc, topk, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
@@ -62,10 +62,10 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
                                miou=miou, mask=mask, recall=recall, test_mode=not train_mode,
-                               ranking=ranking)
+                               ranking=ranking, roc=roc)
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") for key in results)
-    if asked and recall is None and ranking is None and not accuracy:
+    if asked and recall is None and ranking is None and roc is None and not accuracy:
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
     if as_json:
         click.echo(json.dumps(results))

@@ -113,9 +113,10 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
-          eval_data, label, ignore_index, mask, miou, recall, ranking, topk, early_stop, monitor, fetches, log_every,
-          check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, save_trained,
-          save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json, strict_params):
+          eval_data, label, ignore_index, mask, miou, recall, ranking, roc, topk, early_stop, monitor, fetches,
+          log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
+          save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json,
+          strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -136,7 +137,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
             raise click.UsageError(f"{option}: only with {needs}")
     asked = [name for name, value in (("--label", label), ("--ignore-index", ignore_index), ("--mask", mask),
                                       ("--miou", miou), ("--recall", recall), ("--ranking", ranking),
-                                      ("--topk", topk)) if value]
+                                      ("--roc", roc), ("--topk", topk)) if value]
     if asked and eval_data is None:   # else silently unused
         raise click.UsageError(f"{', '.join(asked)}: only with --eval")
     if data is None:
@@ -198,7 +199,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                               steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                               monitor=monitor, reporter=reporter,
-                              metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking))
+                              metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking,
+                                                                    roc))
     except Stopped as stop:
         kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         if as_json:   # the steps done and where they were kept, as a finished run's last line says them

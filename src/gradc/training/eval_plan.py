@@ -15,6 +15,7 @@ from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
 from .ranking import item_ids, ranking_keys
 from .retrieval import recall_key
+from .roc import ROC_KEYS
 from .set_metrics import loss_lengths
 
 
@@ -36,6 +37,7 @@ class EvalPlan:
     recall_at: list[int] = field(default_factory=list)
     ranking: tuple[str, ...] | None = None   # scores, relevance (and query ids): NDCG@k, MRR over the whole set
     ranking_at: list[int] = field(default_factory=list)
+    roc: tuple[str, str] | None = None   # a score an example and the data's labels: the set's ROC AUC
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
@@ -44,7 +46,8 @@ class EvalPlan:
 class EvalMetrics:
     """What an evaluation reports beside its scalars: the top-k accuracy (``topk``), the mIoU, a two-tower model's
     recall@k (``recall``: query and gallery, at each k of ``topk``), a ranker's NDCG@k and MRR (``ranking``: scores,
-    relevance[, query ids]), with the labels and the mask they count."""
+    relevance[, query ids]), a score's ROC AUC and average precision (``roc``: score, labels), with the labels and
+    the mask they count."""
     topk: list[int] = field(default_factory=list)
     miou: bool = False
     recall: tuple[str, str] | None = None
@@ -52,18 +55,22 @@ class EvalMetrics:
     mask: str | None = None
     ignore_index: int | None = None
     ranking: tuple[str, ...] | None = None
+    roc: tuple[str, str] | None = None
 
     def kept(self) -> list[str]:
-        """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids)."""
-        return list((self.ranking or ())[1:])
+        """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,
+        a detector's labels)."""
+        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:])
 
     def names(self) -> list[str]:
         """The names its numbers are reported by where the program's scores allow them (higher is better for each):
-        recall@K, ndcg@K, hit@K, mrr and query_auc, the accuracy ("acc" for k 1 alone, else "acc_topK") and "miou"."""
+        recall@K, ndcg@K, hit@K, mrr and query_auc, roc_auc and average_precision, the accuracy ("acc" for k 1
+        alone, else "acc_topK") and "miou"."""
         ks = sorted(set(self.topk))
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
         names += ranking_keys(ks) if self.ranking else []
-        if ks and (self.miou or not (self.recall or self.ranking)):
+        names += list(ROC_KEYS) if self.roc else []
+        if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
             names += [accuracy_key(k, ks) for k in ks]
         return names + (["miou"] if self.miou else [])
 
@@ -141,3 +148,18 @@ def declared_shape(program: Program, name: str) -> list[int]:
 
 def data_arrays(data: Dataset | OneBatch) -> dict:
     return data.feed if isinstance(data, OneBatch) else data.arrays
+
+
+def only_read(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
+    """The data without the arrays the program does not read (an inference model's labels)."""
+    arrays = {name: value for name, value in data_arrays(data).items() if name in names}
+    if isinstance(data, OneBatch):
+        return OneBatch(arrays, data.source)
+    if not arrays:
+        raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(data_arrays(data))})")
+    examples = {name: value for name, value in arrays.items() if name not in data.fixed}
+    lods = {f"{name}@LOD0": data.sequences[name] for name in examples if name in data.sequences}
+    kept = Dataset({**examples, **lods}, data.source, {name: value for name, value in arrays.items()
+                                                       if name in data.fixed}, data.episodes)
+    kept.item = data.item
+    return kept

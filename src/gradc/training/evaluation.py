@@ -3,9 +3,9 @@ weighted by its size; a mean over the labels counted, the set's sum over their c
 program's scores and the data's labels allow it, and the mean of any other fetched scalar (an auc op's AUC over
 every batch: the set's, counted from zero; a chunk_eval op's precision, recall and F1 from its chunk counts summed
 over every batch; a PSNR of a batch's MSE: from the set's MSE), and, asked, the set's mIoU or a two-tower model's
-recall@k (retrieval.py), or a ranker's NDCG@k and MRR (ranking.py). The forward part runs in test mode; ``gradc
-evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
-agree.
+recall@k (retrieval.py), a ranker's NDCG@k and MRR (ranking.py), or a score's ROC AUC (roc.py). The forward part
+runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``)
+are this, so their numbers agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
@@ -31,23 +31,25 @@ from ..pairing import BACKWARD, op_kinds
 from . import set_metrics
 from .accuracy import ScoreTally, counted_positions, scored_rows
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
-from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels
+from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .history import default_fetch, scalar
 from .labels import classifiers
 from .programs import forward_part, missing_inputs, prune
 from .ranking import RankingTally, check_ranking, parse_ranking
 from .retrieval import RecallTally, check_towers, parse_pair
+from .roc import RocTally, check_roc, parse_roc
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, losses: Sequence[str] = (),
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
          recall: tuple[str, str] | None = None, test_mode: bool = True,
-         ranking: tuple[str, ...] | None = None) -> EvalPlan:
+         ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
-    relevance[, query ids]) NDCG@k and MRR; in test mode unless
+    relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision; in
+    test mode unless
     ``test_mode`` is False (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
@@ -57,8 +59,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
     unfed = {}
-    if ranking or recall:   # held-out data for a metric need not hold what the loss alone reads (its targets)
-        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall")
+    if ranking or recall or roc:   # held-out data for a metric need not hold what the loss alone reads (its targets)
+        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall" if recall else "--roc")
         losses = [name for name in losses if name not in unfed]
         fetch = None if fetch is None else [name for name in fetch if name not in unfed]
     asked = list(fetch) if fetch is not None else losses
@@ -68,7 +70,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
-    if miou or topk and not recall and not ranking:   # --topk's k are recall@k's or NDCG@k's there
+    if miou or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
         if miou and not result.scores:
@@ -82,7 +84,11 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if ranking:
         check_ranking(forward, names, ranking)
         result.ranking, result.ranking_at = ranking, sorted(set(topk or [1]))
-    needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []), *(ranking or ())[:1]]
+    if roc:
+        check_roc(forward, names, roc)
+        result.roc = roc
+    needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []), *(ranking or ())[:1],
+              *(roc or ())[:1]]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
@@ -108,7 +114,7 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
     """The plan of the trainer's evaluation after each epoch: ``fetch`` and ``metrics`` over ``data``, which holds
     only arrays the program declares (a training program reads every array of its data; an inference model may
     not)."""
-    ranked = set((metrics.ranking or ())[1:])   # a ranker's relevance and query ids, which it need not read
+    ranked = set(metrics.kept())   # a ranker's relevance and query ids, a detector's labels: it need not read them
     unknown = [name for name in sorted(data_arrays(data)) if program.global_block.find_var(name) is None
                and name not in ranked]
     if unknown:
@@ -116,7 +122,7 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
         return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
-                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking)
+                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
 
@@ -182,7 +188,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
-             test_mode: bool = True, ranking: str | tuple[str, ...] | None = None) -> dict:
+             test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
+             roc: str | tuple[str, str] | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -191,7 +198,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
     from the confusion matrix of the whole set. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
-    "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries. Labels equal to ``ignore_index``
+    "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
+    and "average_precision" of a score an example over the whole set (roc.py). Labels equal to ``ignore_index``
     (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a length, are left out of both.
     The data is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise)
     draw, from the startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout
@@ -215,7 +223,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     try:
         evaluation = plan(program, names, fetch, losses, label, topk, miou,
                           parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
-                          parse_ranking(ranking) if isinstance(ranking, str) else ranking)
+                          parse_ranking(ranking) if isinstance(ranking, str) else ranking,
+                          parse_roc(roc) if isinstance(roc, str) else roc)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,
@@ -235,21 +244,6 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
 
 
-def only_read(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
-    """The data without the arrays the program does not read (an inference model's labels)."""
-    arrays = {name: value for name, value in data_arrays(data).items() if name in names}
-    if isinstance(data, OneBatch):
-        return OneBatch(arrays, data.source)
-    if not arrays:
-        raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(data_arrays(data))})")
-    examples = {name: value for name, value in arrays.items() if name not in data.fixed}
-    lods = {f"{name}@LOD0": data.sequences[name] for name in examples if name in data.sequences}
-    kept = Dataset({**examples, **lods}, data.source, {name: value for name, value in arrays.items()
-                                                       if name in data.fixed}, data.episodes)
-    kept.item = data.item
-    return kept
-
-
 def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
                   batch_size: int | None = None) -> dict:
     """Run the plan over every example: {"examples", each scalar by name, "acc" (one k) or "acc_topK", and "miou"
@@ -262,10 +256,12 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     parts = list(dict.fromkeys(part for pair in counted.values() for part in pair))
     scalar_fetches = averaged + parts
     towers = list(evaluation.recall or ())
-    ranked = list(evaluation.ranking or ())[:1]
-    fetches = scalar_fetches + list(chunks) + towers + ranked + ([evaluation.scores] if evaluation.scores else [])
+    ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected
+               + ([evaluation.scores] if evaluation.scores else []))
     retrieval = RecallTally(evaluation.recall_at)
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
+    roc = RocTally(evaluation.roc)
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
     tally, count = ScoreTally(evaluation.topk, evaluation.miou), 0
     counts, whole_set = auc_counts(evaluation.program)
@@ -288,6 +284,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 retrieval.add(values[at], values[at + 1])
             if ranked:
                 ranking.add(values[len(scalar_fetches) + len(chunks) + len(towers)], batch, data.source)
+            if detected:
+                roc.add(values[len(scalar_fetches) + len(chunks) + len(towers) + len(ranked)], batch, data.source)
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
@@ -298,7 +296,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
     return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
-            **(ranking.results() if ranked else {})}
+            **(ranking.results() if ranked else {}), **(roc.results() if detected else {})}
 
 
 def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:

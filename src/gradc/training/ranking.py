@@ -121,7 +121,7 @@ class RankingTally:
                 reciprocal.append(1.0 / (1 + np.flatnonzero(ranked > 0)[0]))
             relevant = relevance > 0
             if relevant.any() and not relevant.all():
-                auc.append(_auc(scores, relevant))
+                auc.append(ordered_pairs_auc(scores, relevant))
         if not auc:   # NDCG and MRR need a relevant document, the AUC an irrelevant one too
             lacking = "a relevant document (relevance > 0)" if not reciprocal else "both relevant and irrelevant ones"
             undefined = "NDCG, MRR and the AUC are" if not reciprocal else "the AUC is"
@@ -149,7 +149,7 @@ def _dcg(relevance: np.ndarray) -> float:
     return float(np.sum((2.0 ** relevance - 1.0) / np.log2(np.arange(relevance.size) + 2.0)))
 
 
-def _auc(scores: np.ndarray, relevant: np.ndarray) -> float:
+def ordered_pairs_auc(scores: np.ndarray, relevant: np.ndarray) -> float:
     """The share of relevant-irrelevant pairs scored in order, a tie half: the Mann-Whitney U of the mid-ranks, in
     n log n (the pairs of a 40,000-document query took 3 GiB)."""
     order = np.argsort(scores, kind="stable")
