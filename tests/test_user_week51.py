@@ -217,3 +217,43 @@ def test_evaluate_roc_refuses_a_set_of_one_class(files, tmp_path):
                     tmp_path / "normal.npz", "--roc", f"{META['dense']['score']},label", "--json")
     assert run.returncode == 1 and run.stdout == ""
     assert "every label 'label' is negative (0 or less): the AUC and the average precision are undefined" in run.stderr
+
+
+def test_per_example_gradients_give_paddles_fisher_and_ewc_trains_on_it(files, tmp_path):
+    """EWC's Fisher diagonal is the mean of each example's squared gradient of its log-likelihood; gradc run gave the
+    gradient of the batch's sum only, so 32 examples took 32 runs. run --per-example runs each example as a batch of
+    one and stacks each fetch: the mean of the squares is Paddle's Fisher to 1e-6 relative (2.7e-7 measured), and
+    the EWC program loading it (with the old weights, as frozen vars) trains to Paddle's losses."""
+    run = gradc_cli("run", files / "loglik.pb", "--params", files / "dense" / "trained.npz", "--feed",
+                    files / "fisher_data.npz", "--fetch", "linear_*.?_0@GRAD", "--per-example", "-o",
+                    tmp_path / "grads.npz")
+    assert run.returncode == 0, run.stderr
+    grads, paddle = np.load(tmp_path / "grads.npz"), np.load(files / "fisher.npz")
+    fisher = {name: np.mean(np.square(grads[f"{name}@GRAD"]), axis=0) for name in paddle.files}
+    for name in paddle.files:
+        assert grads[f"{name}@GRAD"].shape == (32, *paddle[name].shape)
+        np.testing.assert_allclose(fisher[name], paddle[name], rtol=0, atol=1e-6 * np.abs(paddle[name]).max())
+    trained = dict(np.load(files / "dense" / "trained.npz"))
+    np.savez(tmp_path / "ewc.npz", **trained, **{f"old_{k}": v for k, v in trained.items()},
+             **{f"fisher_{k}": v for k, v in fisher.items()})
+    folder = files / "ewc"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "ewc.pb", "--optimizer", "adam",
+                     "--lr", 0.01).returncode == 0
+    run = gradc_cli("train", tmp_path / "ewc.pb", "--startup", tmp_path / "ewc.startup.pb", "--params",
+                    tmp_path / "ewc.npz", "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1)
+    np.testing.assert_allclose(step_losses(run), META["ewc"]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("trained", "--per-example: the program updates its parameters (optimizer ops), so each example's run would "
+                "move them for the next: run the program compiled without --optimizer"),
+    ("repeat", "--per-example and --repeat: give one")])
+def test_per_example_refuses_what_it_cannot_split(files, tmp_path, case, message):
+    """A training program (each run would update the weights the next example's gradient is taken at) and --repeat
+    beside it: one line."""
+    folder = files / "dense"
+    program = folder / "train.pb" if case == "trained" else files / "loglik.pb"
+    extra = ("--repeat", 2) if case == "repeat" else ()
+    run = gradc_cli("run", program, "--params", folder / "init.npz", "--feed", folder / "first.npz", "--per-example",
+                    *extra)
+    assert run.returncode in (1, 2) and message in run.stderr and run.stderr.count("\n") == 1, run.stderr

@@ -21,6 +21,7 @@ from ..training.params import read_files, require_values, run_startup
 from .check import program_and_values
 from .json_output import emit, held_notes
 from .name_globs import fetched_globs
+from .run_examples import per_example_feeds
 from .run_feeds import FEED_HELP, feed_arrays, model_inputs, naming_feed
 from .run_repeat import stacked
 from .run_reports import (
@@ -106,14 +107,20 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--repeat", type=click.IntRange(min=1), default=1, help="Run N times, random ops drawing on from one "
               "stream (as N runs after one paddle.seed: MC dropout's passes); each fetch's N values are stacked along "
               "a new first axis.")
+@click.option("--per-example", is_flag=True, help="Run once for each example of the feed (a batch of one: row i of "
+              "each array fed to a var with a batch axis; other inputs whole), each fetch's values stacked along a "
+              "new first axis: per-example gradients, EWC's Fisher diagonal the mean of their squares.")
 @click.option("--test-mode", is_flag=True, help="Dropout and batch norm in test mode (is_test on, as Paddle's "
               "clone(for_test=True)): a forward program saved before minimize() gives its eval outputs.")
 @STRICT_PARAMS
-def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params, repeat, test_mode):
+def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params, repeat, per_example,
+        test_mode):
     """Run a program with the numpy executor.
 
     Exit codes: 0 it ran; 1 it could not (one 'gradc: error:' line on stderr; with --json, nothing on stdout);
     2 a usage error."""
+    if per_example and repeat > 1:
+        raise click.UsageError("--per-example and --repeat: give one (each example's runs would interleave)")
     if as_json and out and is_stdout(out):
         raise click.UsageError("--json and --out -: both would write to stdout; give --out a file")
     if out:
@@ -130,17 +137,18 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
         from ..training.programs import fetched_part
         prog = fetched_part(prog, fetches, feeds)
+    each = per_example_feeds(prog, feeds) if per_example else [feeds] * repeat
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
     with measuring as measured, naming_feed(feed), held_notes():
-        runs = [executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
-                for _ in range(repeat)]
+        runs = [executor.run(prog, feed=fed, fetch_list=list(fetches), scope=scope, return_lod=True) for fed in each]
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = keys = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
-    values = runs[0] if repeat == 1 else stacked(fetches, runs)
+    values = (stacked(fetches, runs, "--per-example") if per_example else runs[0] if repeat == 1
+              else stacked(fetches, runs))
     if as_json:
         document = {"program": str(program), "ops": prog.num_ops(),
                     "fetched": [fetched(name, value) for name, value in zip(fetches, values)], "out": out,
