@@ -257,3 +257,32 @@ def test_per_example_refuses_what_it_cannot_split(files, tmp_path, case, message
     run = gradc_cli("run", program, "--params", folder / "init.npz", "--feed", folder / "first.npz", "--per-example",
                     *extra)
     assert run.returncode in (1, 2) and message in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+def test_gradcs_own_gradient_penalty_trains_to_paddles_and_fetch_lists_nest_as_paddles(files):
+    """The penalty written with gradc's Python API on the autoencoder's program before Paddle's gradients (plain.pb):
+    gradc.gradients of the error with respect to x, the squared norm's mean by ProgramBuilder.op, gradc.minimize with
+    Momentum: 5 steps give Paddle's losses of its own penalty program (1e-6). Executor.run(fetch_list=[error,
+    grads]), the list gradients() returns inside it, and Trainer(fetch=[total]) with the list ProgramBuilder.op
+    returns, were refused ('fetch_list holds a list: give var names') and crashed ('TypeError: unhashable type:
+    'list''); Paddle's executor flattens such lists, and gradc's now does too."""
+    import gradc
+    prog = gradc.load(files / "gradpen" / "plain.pb")
+    error = META["gradpen"]["error"]
+    (slope,) = gradc.gradients(prog, error, ["x"])
+    builder = gradc.ProgramBuilder(program=prog)
+    norms = builder.op("reduce_sum", {"X": builder.op("square", {"X": slope})}, {"dim": [1]})
+    penalty = builder.op("reduce_mean", {"X": norms}, {"reduce_all": True})
+    total = builder.op("elementwise_add", {"X": error, "Y": builder.op("scale", {"X": penalty}, {"scale": 0.1})})
+    scope, first = gradc.Scope(), dict(np.load(files / "gradpen" / "first.npz"))
+    gradc.load_params(scope, files / "gradpen" / "init.npz", prog)
+    value, slopes = gradc.Executor().run(prog, feed=first, fetch_list=[error, [slope]], scope=scope)
+    # the error and its input gradient at Paddle's initial weights make Paddle's first loss
+    assert slopes.shape == (8, 16)
+    assert float(value) + 0.1 * np.mean(np.sum(np.square(slopes), axis=1)) == pytest.approx(
+        META["gradpen"]["losses"][0], rel=1e-6)
+    startup = gradc.minimize(prog, optimizer="momentum", lr=0.05, momentum=0.9, loss=total)
+    trainer = gradc.Trainer(prog, [startup], fetch=[total])
+    gradc.load_params(trainer.scope, files / "gradpen" / "init.npz", prog)
+    history = trainer.fit(str(files / "gradpen" / "data.npz"), batch_size=8, epochs=1)
+    np.testing.assert_allclose([step[0] for step in history.steps], META["gradpen"]["losses"], rtol=1e-6)

@@ -10,7 +10,7 @@ engineer's week', written with Paddle 3.3.1's layers in legacy static mode (FLAG
   sum((z - c)^2); Adam(0.01).
 - gradpen: an autoencoder 16-8-16 whose loss adds 0.1 x the mean squared norm of the input gradient of its
   reconstruction error (paddle.static.gradients in the forward program: a second-order training); Momentum(0.05,
-  0.9).
+  0.9); plain.pb its program before the gradients, for gradc's own penalty.
 - ewc: the dense autoencoder trained on task B (points near another subspace) with 50 sum F (w - w_old)^2 over every
   weight, F (the per-example Fisher diagonal of the trained dense model: the mean over 32 task-A examples of each
   example's squared gradient of its Gaussian log-likelihood, -sum of squared errors / 2) and w_old held as
@@ -114,6 +114,7 @@ def gradpen():
     x.stop_gradient = False
     recon = nn.Sequential(nn.Linear(FEATURES, 8), nn.Tanh(), nn.Linear(8, FEATURES))(x)
     error = F.mse_loss(recon, x)
+    PLAIN["gradpen"] = paddle.static.default_main_program().clone()   # before the gradients: gradc adds the penalty
     (slope,) = paddle.static.gradients(error, x)
     penalty = paddle.mean(paddle.sum(paddle.square(slope), axis=1))
     return error + PENALTY * penalty, {"error": error.name, "penalty": penalty.name,
@@ -132,6 +133,7 @@ def ewc():
     return loss + EWC_LAMBDA * total, {**names, "penalty": total.name}
 
 
+PLAIN = {}   # a model's program without its penalty, for gradc's own second-order backward
 MODELS = {"dense": dense, "conv": conv, "svdd_fed": svdd_fed, "svdd_param": svdd_param, "gradpen": gradpen,
           "ewc": ewc}
 OPTIMIZERS = {"dense": lambda: paddle.optimizer.Adam(0.01), "conv": lambda: paddle.optimizer.Momentum(0.05, 0.9),
@@ -208,7 +210,8 @@ def train_model(out: Path, name: str, exe, preset: dict) -> dict:
     np.savez_compressed(folder / "test.npz", **test)
     if fixed:
         np.savez(folder / "center.npz", **fixed)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
+    for program_name, program in [("forward", forward), ("train", main), ("startup", startup),
+                                  *([("plain", PLAIN[name])] if name in PLAIN else [])]:
         write_gz(folder / f"{program_name}.pb", stripped(program))
     scores = dict(zip(names, outputs))["score"]
     return {**names, "loss": loss.name, "losses": losses, "auc": auc(scores, test["label"])}

@@ -39,11 +39,14 @@ def as_feed(feed) -> Mapping[str, object]:
 
 def fetch_names(fetch_list) -> list[str]:
     """What Executor.run takes as its fetch_list: one name, or a list of names or of vars (a VarDesc, as Paddle's
-    executor takes its Variables: each stands for its name)."""
+    executor takes its Variables: each stands for its name), and, as Paddle's flattens them, lists of those among
+    them (``[loss, grads]``, the list gradients() returns)."""
     if fetch_list is None or isinstance(fetch_list, str):
         return [] if fetch_list is None else [fetch_list]
     names, one_var = [], isinstance(getattr(fetch_list, "name", None), str)
-    for entry in [fetch_list] if one_var else fetch_list:
+    entries = [fetch_list] if one_var else fetch_list
+    flat = [inner for entry in entries for inner in (entry if isinstance(entry, (list, tuple)) else [entry])]
+    for entry in flat:
         name = entry if isinstance(entry, str) else getattr(entry, "name", None)
         if not isinstance(name, str):
             raise ExecutionError(f"fetch_list holds a {type(entry).__name__}: give var names, or the program's vars "

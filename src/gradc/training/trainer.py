@@ -26,6 +26,7 @@ from ..bfloat16 import round_parameters
 from ..errors import GradcError, GradcWarning
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
+from ..executor.feeding import fetch_names
 from ..io import load
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
@@ -69,7 +70,7 @@ class Trainer:
         self.scope = Scope() if scope is None else scope
         self.executor = executor or Executor()
         self.executor.check_finite = check_nan
-        fetch = [fetch] if isinstance(fetch, str) else list(fetch) if fetch is not None else None
+        fetch = fetch_names(fetch) if fetch is not None else None   # as Executor.run takes it: [loss, [metric]]
         self.fetch = default_fetch(self.program) if fetch is None else fetch
         if not self.fetch:
             warnings.warn("no value to report: the program has no scalar loss gradc can pick (a loss of one value per "
