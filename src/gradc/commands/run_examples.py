@@ -8,13 +8,13 @@ import numpy as np
 
 from ..errors import GradcError
 from ..executor.lod import LoDTensor
-from ..training.programs import updates_parameters
 
 
 def per_example_feeds(prog, feeds: dict) -> list[dict]:
     """The feed of each example: row i (kept as a batch of one) of every array fed to a var with a batch axis (a
     first dim of -1, or of 1 where the array has more rows: a program saved for one example); the others (an input
     the same for every batch, Deep SVDD's center) fed whole to each."""
+    from ..training.programs import updates_parameters  # with the optimizers: a plain run imports neither
     if updates_parameters(prog):
         raise GradcError("--per-example: the program updates its parameters (optimizer ops), so each example's run "
                          "would move them for the next: run the program compiled without --optimizer")
