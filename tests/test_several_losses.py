@@ -139,3 +139,17 @@ def test_a_program_compiled_for_two_losses_trains_reporting_each(files):
     info = document(gradc_cli("info", files / "sgd.pb", "--json"))
     assert (info["loss"], info["loss_found"]) == (CE, f"op_role marks the losses {CE}, reduce_sum_0.tmp_0; the "
                                                       f"backward differentiates their sum")
+
+
+def test_info_of_two_per_example_losses_of_one_compile_says_the_backward_differentiates_their_sum(files):
+    """Fault: two losses with a batch dim, seeded by fill_any_like (it reads the loss), were not seen as seeds, and
+    info said each starts its own backward."""
+    per_example = "softmax_with_cross_entropy_0.tmp_1"   # the classifier head's loss before its mean
+    compiled = gradc_cli("compile", files / "heads.pb", "-o", files / "per_example.pb", "--loss", SQUARED,
+                         "--loss", per_example)
+    assert compiled.returncode == 0, compiled.stderr
+    seeds = [op for op in gradc.load(files / "per_example.pb").global_block.ops if op.type == "fill_any_like"]
+    assert [op.output("Out") for op in seeds] == [[f"{SQUARED}@GRAD"], [f"{per_example}@GRAD"]]
+    info = document(gradc_cli("info", files / "per_example.pb", "--json"))
+    assert info["loss_found"] == (f"op_role marks the losses {per_example}, {SQUARED}; the backward differentiates "
+                                  "their sum")

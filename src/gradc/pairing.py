@@ -148,6 +148,15 @@ def is_backward_seed(op: OpDesc) -> bool:
     return op.type == "fill_any_like" and op.attrs.get("value") == 1.0 and bool(op.input("X"))
 
 
+def seed_ops(ops: list[OpDesc], losses) -> list[int]:
+    """The indices of the backward ops that write the gradient of one of ``losses`` from no other gradient: the
+    seeds a backward starts from (a fill_constant of ones, a fill_any_like of ones reading a batch-sized loss, an
+    assign of a given seed)."""
+    grads = {name + GRAD_SUFFIX for name in losses}
+    return [idx for idx, op in enumerate(ops) if (_role(op) or 0) & _BACKWARD_BIT and grads & set(op.output_names())
+            and not any(GRAD_SUFFIX in arg for arg in op.input_names())]
+
+
 def seeded_losses(block: Block) -> list[str]:
     """The float scalars the backward starts from, where no op_role marks the loss (a PIR program): the X of each
     backward seed."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..amp_loss import unscaled_loss
 from ..ir import Program
-from ..pairing import marked_losses, seeded_losses
+from ..pairing import marked_losses, seed_ops, seeded_losses
 from ..training.history import inner_objectives
 
 
@@ -23,8 +23,7 @@ def loss_found(program: Program) -> tuple[str | None, str]:
     block = program.global_block
     marked = [name for names in marked_losses(block).values() for name in names]
     if len(marked) > 1:   # compiled with several --loss: the first is the loss train reports first
-        seeds = [idx for idx, op in enumerate(block.ops) if set(op.output_names()) & {f"{n}@GRAD" for n in marked}
-                 and not op.input_names()]   # each loss's ones, written together by one backward
+        seeds = seed_ops(block.ops, marked)   # each loss's ones, written together by one backward
         how = ("the backward differentiates their sum" if seeds and seeds[-1] - seeds[0] == len(seeds) - 1 else
                "each starts its own backward (a minimize() each, over its own parameters)")
         return marked[0], f"op_role marks the losses {', '.join(marked)}; {how}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..backward import append_backward, default_loss
-from ..ir import EMPTY_VAR, GRAD_SUFFIX, Program, roles
+from ..ir import EMPTY_VAR, Program, roles
+from ..pairing import seed_ops
 from .base import Pass, register_pass
 
 
@@ -24,7 +25,7 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
     if any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
         return _REFUSAL
-    if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not _seeded(ops, last, names)):
+    if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not seed_ops(ops, names)):
         return None
     return _REFUSAL
 
@@ -33,14 +34,6 @@ def _goes_on_after(ops, last: int) -> bool:
     """Forward ops follow the last backward op: the backward is inner (GradNorm's gradient norms, a gradient
     penalty), part of a forward program, whose losses written before it may be differentiated too."""
     return any(not roles.has_role(op, roles.BACKWARD) for op in ops[last + 1:])
-
-
-def _seeded(ops, last: int, names: list) -> bool:
-    """A backward already starts from one of ``names``: an op of the backward writes its gradient from no other
-    gradient (the ones it is seeded with)."""
-    seeds = {name + GRAD_SUFFIX for name in names}
-    return any(roles.has_role(op, roles.BACKWARD) and seeds & set(op.output_names())
-               and not any(GRAD_SUFFIX in arg for arg in op.input_names()) for op in ops[:last + 1])
 
 
 _REFUSAL = ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
