@@ -275,17 +275,35 @@ def test_paddles_pir_training_programs_train_to_its_losses(files, model):
     np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
 
 
-@pytest.mark.parametrize("click, message", [(0, "has a relevant document (relevance > 0) in 'click': NDCG, MRR and "
-                                                 "the AUC are undefined"),
-                                            (1, "has both relevant and irrelevant ones in 'click': the AUC is "
-                                                "undefined")])
-def test_evaluate_ranking_refuses_a_set_it_cannot_score(files, tmp_path, click, message):
-    """No relevant document in any query (or no irrelevant one): one line, not NaN in the output (which --json
-    printed as NaN, no JSON number)."""
+def _evaluated_with_clicks(files, tmp_path, clicks, *options):
+    """evaluate --ranking of the pointwise ranker on its data with every click set to ``clicks``, 5 queries of 8."""
     folder = files / "pointwise"
     data = dict(np.load(folder / "data.npz"))
-    data["click"], data["qid"] = np.full_like(data["click"], click), np.repeat(np.arange(5), 8)
+    data["click"], data["qid"] = np.full_like(data["click"], clicks), np.repeat(np.arange(5), 8)
     np.savez(tmp_path / "same.npz", **data)
-    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data", tmp_path /
-                    "same.npz", "--ranking", f"{META['pointwise']['score']},click,qid", "--json")
-    assert run.returncode == 1 and message in run.stderr and run.stdout == "", run.stderr
+    return gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data", tmp_path /
+                     "same.npz", "--ranking", f"{META['pointwise']['score']},click,qid", *options)
+
+
+def test_evaluate_ranking_refuses_a_set_without_a_relevant_document(files, tmp_path):
+    """No relevant document in any query: one line, not NaN in the output (which --json printed as NaN, no JSON
+    number)."""
+    run = _evaluated_with_clicks(files, tmp_path, 0, "--json")
+    assert run.returncode == 1 and run.stdout == "", run.stderr
+    assert ("has a relevant document (relevance > 0) in 'click': NDCG, MRR and the AUC are undefined"
+            in run.stderr), run.stderr
+
+
+def test_evaluate_ranking_of_queries_with_only_relevant_documents_reports_all_but_the_auc(files, tmp_path):
+    """Fault: a set whose every query holds only relevant documents was refused whole, though NDCG, hit@k and MRR
+    are defined there (all 1: every document relevant); only the AUC, which needs an irrelevant one, is not: left
+    out, with a note saying so."""
+    run = _evaluated_with_clicks(files, tmp_path, 1, "--json", "--topk", "1,3")
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert {key: doc[key] for key in ("ndcg@1", "ndcg@3", "hit@1", "hit@3", "mrr")} == dict.fromkeys(
+        ("ndcg@1", "ndcg@3", "hit@1", "hit@3", "mrr"), 1.0)
+    assert "query_auc" not in doc
+    assert "both relevant and irrelevant documents in 'click': the AUC is undefined, query_auc left out" in run.stderr
+    text = _evaluated_with_clicks(files, tmp_path, 1)
+    assert text.returncode == 0 and "mrr: 1" in text.stdout.splitlines() and "query_auc" not in text.stdout

@@ -7,15 +7,16 @@ relevance may instead be an integer a row, the index of the row's one relevant e
 over the catalogue against the item that came next). Each metric is the mean over the queries it is defined for:
 NDCG, hit@k (a relevant document among the k best scored) and MRR over those with a relevant document
 (relevance > 0), the AUC (the share of relevant-irrelevant pairs scored in order, a tie counting half) over those
-with both."""
+with both (left out, with a note, where none has)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .accuracy import counted_positions
 
@@ -122,13 +123,15 @@ class RankingTally:
             relevant = relevance > 0
             if relevant.any() and not relevant.all():
                 auc.append(ordered_pairs_auc(scores, relevant))
-        if not auc:   # NDCG and MRR need a relevant document, the AUC an irrelevant one too
-            lacking = "a relevant document (relevance > 0)" if not reciprocal else "both relevant and irrelevant ones"
-            undefined = "NDCG, MRR and the AUC are" if not reciprocal else "the AUC is"
-            raise GradcError(f"{self.source}: --ranking: no query of the set has {lacking} in '{self.ranking[1]}': "
-                             f"{undefined} undefined")
-        means = [float(np.mean(values)) for values in [*ndcg.values(), *hits.values(), reciprocal, auc]]
-        return dict(zip(ranking_keys(self.topk), means))
+        if not reciprocal:   # NDCG, hit@k and MRR need a relevant document
+            raise GradcError(f"{self.source}: --ranking: no query of the set has a relevant document (relevance > 0) "
+                             f"in '{self.ranking[1]}': NDCG, MRR and the AUC are undefined")
+        if not auc:   # the AUC needs an irrelevant one too: left out, not NaN (no JSON number)
+            warnings.warn(f"{self.source}: --ranking: no query of the set has both relevant and irrelevant documents "
+                          f"in '{self.ranking[1]}': the AUC is undefined, query_auc left out", GradcNotice,
+                          stacklevel=2)
+        means = [float(np.mean(values)) for values in [*ndcg.values(), *hits.values(), reciprocal, auc] if values]
+        return dict(zip(ranking_keys(self.topk), means))   # query_auc, last, the one that may be left out
 
 
 def ranking_keys(topk: Sequence[int]) -> list[str]:
