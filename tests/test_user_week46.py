@@ -149,7 +149,8 @@ def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
     infinite rate (every weight NaN at the first update), a LookAhead alpha above 1: one line each, nothing written."""
     forward, out = files / "attrs" / "forward.pb", tmp_path / "x.pb"
     cases = {("--optimizer", "sgd", "--no-clip", "linear_1.b_0"): "--no-clip: only with --clip-global-norm",
-             ("--optimizer", "sgd", "--clip-norm", "1", "--no-clip", "linear_9*"): "--no-clip linear_9*: no parameter",
+             ("--optimizer", "sgd", "--clip-norm", "1", "--no-clip", "linear_9*"):
+                 "--no-clip linear_9*: no parameter's name matches linear_9* (did you mean linear_1.w_0?)",
              ("--optimizer", "sgd", "--param-l1", "linear_0.*=0.1", "--param-l2", "*.w_0=0.1"):
                  "--param-l2: linear_0.w_0 matches two decays, L1Decay(0.1) and L2Decay(0.1)",
              ("--param-l2", "*.w_0=0.1"): "--param-l2: only with --optimizer",

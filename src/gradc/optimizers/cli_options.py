@@ -125,12 +125,18 @@ def glob_specs(flag: str, specs, names: list[str], parse, form: str, subject: st
             value = None
         if value is None:
             raise GradcError(f"{flag} takes {form}, not '{spec}'")
-        matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
-        if not matched:
-            close = closest(pattern, names)
-            raise GradcError(f"{flag} {spec}: no {subject} matches {pattern}"
-                             + (f" (did you mean {close}?)" if close else unknown))
-        yield matched, value
+        yield glob_matches(f"{flag} {spec}", pattern, names, subject, unknown), value
+
+
+def glob_matches(given: str, pattern: str, names: list[str], subject: str, unknown: str = "") -> list[str]:
+    """The names ``pattern`` matches; none is an error starting with ``given`` (the option and its value) naming
+    ``subject``, with the closest name or else ``unknown``."""
+    matched = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+    if not matched:
+        close = closest(pattern, names)
+        raise GradcError(f"{given}: no {subject} matches {pattern}"
+                         + (f" (did you mean {close}?)" if close else unknown))
+    return matched
 
 
 # the argument of Paddle's class that leaves a parameter out of the decay, and whether it is true for the excluded

@@ -4,13 +4,12 @@ out of gradient clipping (--no-clip)."""
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from collections.abc import Sequence
 
-from ..errors import GradcError, closest
+from ..errors import GradcError
 from .base import ParamAttr
-from .cli_options import glob_specs
+from .cli_options import glob_matches, glob_specs
 from .regularizer import L1Decay, L2Decay
 
 
@@ -38,15 +37,8 @@ def _decays(param_l1s, param_l2s, parameters: list[str]) -> dict:
 
 def _unclipped(no_clip: Sequence[str], parameters: list[str]) -> set[str]:
     """The parameters --no-clip's globs match; a glob matching none is an error naming the closest name."""
-    left_out = set()
-    for pattern in no_clip:
-        matched = [name for name in parameters if fnmatch.fnmatchcase(name, pattern)]
-        if not matched:
-            close = closest(pattern, parameters)
-            raise GradcError(f"--no-clip {pattern}: no parameter's name matches it"
-                             + (f" (did you mean {close}?)" if close else ""))
-        left_out.update(matched)
-    return left_out
+    return {name for pattern in no_clip for name in glob_matches(f"--no-clip {pattern}", pattern, parameters,
+                                                                "parameter's name")}
 
 
 def param_attrs(parameters: list[str], param_lrs=(), param_l1s=(), param_l2s=(), no_clip=()) -> dict[str, ParamAttr]:
