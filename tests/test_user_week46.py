@@ -165,6 +165,18 @@ def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
         assert not out.exists()
 
 
+@pytest.mark.parametrize("options", [("--l1", "nan"), ("--l2", "inf"), ("--l2", "-inf"), ("--weight-decay", "nan"),
+                                     ("--lr", "inf"), ("--clip-global-norm", "nan")])
+def test_a_global_decay_rate_or_clip_that_is_not_finite_is_refused(files, tmp_path, options):
+    """Fault: --l1/--l2 nan or inf compiled (every weight NaN at the first update) where --param-l1/-l2 refused them:
+    one usage line naming the option, nothing written."""
+    out = tmp_path / "x.pb"
+    run = gradc_cli("compile", files / "attrs" / "forward.pb", "-o", out, "--optimizer", "sgd", *options)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert f"Invalid value for '{options[0]}': '{options[1]}' is not a finite number" in run.stderr
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("spec, message", [
     ("LambdaDecay(0.1, lambda epoch: __import__('os').getcwd())", "not '__import__('os').getcwd()'"),
     ("LambdaDecay(0.1, 0.5)", "lr_lambda is a function of the epoch"),

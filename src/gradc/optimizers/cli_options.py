@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import inspect
+import math
 import warnings
 
 import click
@@ -33,10 +34,32 @@ class OptimizerChoice(click.Choice):
         return super().convert(value, param, ctx)
 
 
+def finite(text) -> float:
+    """``text`` as a number, refused (ValueError) when NaN or infinite: such a rate, decay or clip makes every
+    weight NaN at the first update."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+class FiniteFloat(click.ParamType):
+    """A number option that refuses NaN and infinities, as --param-lr/-l1/-l2's values do."""
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            return finite(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+
+
+FINITE = FiniteFloat()
+
 OPTIONS = [
     click.option("--optimizer", type=OptimizerChoice(sorted(OPTIMIZERS)),
                  help="Also append parameter updates (a training step), as Paddle's minimize() does."),
-    click.option("--lr", "learning_rate", type=float, help=f"Learning rate (default {DEFAULT_LR})."),
+    click.option("--lr", "learning_rate", type=FINITE, help=f"Learning rate (default {DEFAULT_LR})."),
     click.option("--lr-schedule", metavar="SPEC",
                  help="cosine, linear or step: the schedule as ops of the program (with --decay-steps, --gamma, "
                       "--warmup-steps; Paddle runs it as it is). Or a Paddle scheduler, e.g. "
@@ -49,22 +72,22 @@ OPTIONS = [
     click.option("--decay-steps", type=click.IntRange(min=1), metavar="N",
                  help="cosine: the steps from the full rate to 0 (T_max); linear: the same (decay_steps); step: the "
                       "steps between decays."),
-    click.option("--gamma", type=float, help=f"step: the factor of each decay (default {DEFAULT_GAMMA})."),
+    click.option("--gamma", type=FINITE, help=f"step: the factor of each decay (default {DEFAULT_GAMMA})."),
     click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
                  help="Rise linearly from 0 to --lr over the first N steps (ops in the program), then the schedule."),
-    click.option("--beta1", type=float, help="Adam family: the first moment's decay (Paddle's beta1)."),
-    click.option("--beta2", type=float, help="Adam family: the second moment's decay (beta2)."),
-    click.option("--epsilon", type=float, help="The optimizer's epsilon (Adam family, RMSProp, Adagrad, ...)."),
-    click.option("--weight-decay", type=float, metavar="C",
+    click.option("--beta1", type=FINITE, help="Adam family: the first moment's decay (Paddle's beta1)."),
+    click.option("--beta2", type=FINITE, help="Adam family: the second moment's decay (beta2)."),
+    click.option("--epsilon", type=FINITE, help="The optimizer's epsilon (Adam family, RMSProp, Adagrad, ...)."),
+    click.option("--weight-decay", type=FINITE, metavar="C",
                  help="As Paddle's weight_decay=C: L2 decay, or the decoupled decay of adamw and lamb."),
-    click.option("--momentum", type=float, help="Momentum, LARS and RMSProp: the momentum factor."),
+    click.option("--momentum", type=FINITE, help="Momentum, LARS and RMSProp: the momentum factor."),
     click.option("--nesterov", is_flag=True, default=None, help="Momentum: Nesterov's update (use_nesterov)."),
     click.option("--opt", "arguments", multiple=True, metavar="KEY=VALUE",
                  help="An argument of Paddle's optimizer class (beta1=0.85, use_nesterov=True, multi_precision=True). "
                       "Repeatable."),
-    click.option("--clip-global-norm", type=float, help="ClipGradByGlobalNorm(clip_norm) on all gradients."),
-    click.option("--clip-norm", type=float, help="ClipGradByNorm(clip_norm) on each gradient."),
-    click.option("--clip-value", type=float, help="ClipGradByValue(max=V, min=-V) on each gradient."),
+    click.option("--clip-global-norm", type=FINITE, help="ClipGradByGlobalNorm(clip_norm) on all gradients."),
+    click.option("--clip-norm", type=FINITE, help="ClipGradByNorm(clip_norm) on each gradient."),
+    click.option("--clip-value", type=FINITE, help="ClipGradByValue(max=V, min=-V) on each gradient."),
     click.option("--clip-param", "param_bounds", multiple=True, metavar="NAME=MIN,MAX",
                  help="After every update, clip the parameters whose names match into [MIN, MAX], with ops of the "
                       "program (an optimised image kept in [0, 1]: 'image=0,1', as paddle.clip after each step). "
@@ -76,8 +99,8 @@ OPTIONS = [
     click.option("--lookahead", metavar="K[,ALPHA]",
                  help="Wrap the optimizer in Paddle's LookAhead(k=K, alpha=ALPHA, 0.5 by default): slow weights "
                       "that move ALPHA of the way to the parameters every K steps, the parameters reset to them."),
-    click.option("--l1", type=float, help="L1Decay(coeff) weight decay on every parameter."),
-    click.option("--l2", type=float, help="L2Decay(coeff) weight decay on every parameter."),
+    click.option("--l1", type=FINITE, help="L1Decay(coeff) weight decay on every parameter."),
+    click.option("--l2", type=FINITE, help="L2Decay(coeff) weight decay on every parameter."),
     click.option("--no-decay", multiple=True, metavar="GLOB",
                  help="adamw, lamb: no weight decay on the parameters whose names match, e.g. '*.b_*' 'layer_norm*' "
                       "(Paddle's apply_decay_param_fun / exclude_from_weight_decay_fn). Repeatable."),

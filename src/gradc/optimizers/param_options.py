@@ -4,20 +4,12 @@ out of gradient clipping (--no-clip)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from ..errors import GradcError
 from .base import ParamAttr
-from .cli_options import glob_matches, glob_specs
+from .cli_options import finite, glob_matches, glob_specs
 from .regularizer import L1Decay, L2Decay
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):   # a NaN or Inf decay or rate makes every weight NaN at the first update
-        raise ValueError(text)
-    return value
 
 
 def _decays(param_l1s, param_l2s, parameters: list[str]) -> dict:
@@ -25,7 +17,7 @@ def _decays(param_l1s, param_l2s, parameters: list[str]) -> dict:
     decays is an error."""
     decays: dict = {}
     for flag, specs, kind in (("--param-l1", param_l1s, L1Decay), ("--param-l2", param_l2s, L2Decay)):
-        for matched, coeff in glob_specs(flag, specs, parameters, _finite, "GLOB=C (a finite number)",
+        for matched, coeff in glob_specs(flag, specs, parameters, finite, "GLOB=C (a finite number)",
                                          "parameter's name"):
             for name in matched:
                 decay = kind(coeff)
@@ -46,7 +38,7 @@ def param_attrs(parameters: list[str], param_lrs=(), param_l1s=(), param_l2s=(),
     GLOB=C's regularizer (winning over the optimizer's weight decay, as Paddle's), --no-clip GLOB's need_clip=False.
     A glob matching nothing, or a parameter two globs of one option set differently, is an error."""
     rates: dict[str, float] = {}
-    for matched, multiplier in glob_specs("--param-lr", param_lrs, parameters, _finite, "GLOB=RATE (a finite number)",
+    for matched, multiplier in glob_specs("--param-lr", param_lrs, parameters, finite, "GLOB=RATE (a finite number)",
                                           "parameter's name"):
         for name in matched:
             if name in rates and rates[name] != multiplier:
