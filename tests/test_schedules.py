@@ -110,10 +110,15 @@ def test_gradc_train_takes_a_schedule(tmp_path):
     ("LambdaDecay(0.1, lambda e: (-1) ** 0.5)", "at epoch 3: (6.123233995736766e-17+1j) is not a real number"),
     ("LambdaDecay(0.1, lambda e: int(1e308) * int(1e308))", "at epoch 3: int too large to convert to float"),
     ("MultiplicativeDecay(0.1, lambda e: " + "+".join(["e"] * 1000) + ")", "at epoch 1: maximum recursion depth"),
+    ("LambdaDecay(0.1, lambda e: 1e308 * 10 if e >= 2 else 1)", "at epoch 3: the learning rate inf is not a finite"),
+    ("LambdaDecay(0.1, lambda e: 1e308 * 10 - 1e308 * 10)", "at epoch 3: the learning rate nan is not a finite"),
+    ("LambdaDecay(10, lambda e: 1e308)", "at epoch 3: the learning rate inf is not a finite number"),
+    ("MultiplicativeDecay(0.1, lambda e: 1e300)", "at epoch 2: the learning rate inf is not a finite number"),
 ])
 def test_a_lambdas_value_that_is_no_learning_rate_is_refused_by_its_epoch(spec, message):
     """A complex power gave a complex rate, of which the float32 var kept the real part (a silently wrong run); an
-    integer past a float's range and a sum too deep to evaluate raised an internal error."""
+    integer past a float's range and a sum too deep to evaluate raised an internal error; an infinite or NaN rate
+    (a float product past the range) trained every weight to NaN."""
     with pytest.raises(gradc.GradcError) as caught:
         schedules.parse(spec)(3)
     assert message in str(caught.value)

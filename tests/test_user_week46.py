@@ -183,6 +183,7 @@ def test_a_global_decay_rate_or_clip_that_is_not_finite_is_refused(files, tmp_pa
     ("LambdaDecay(0.1, lambda a, b: a)", "takes the epoch, one argument"),
     ("MultiplicativeDecay(0.1, lambda e: 1 / (e - 2))", "at epoch 2: division by zero"),
     ("LambdaDecay(0.1, lambda e: 10 ** 10 ** 10)", "(34, 'Numerical result out of range')"),
+    ("LambdaDecay(0.1, lambda e: 1e308 * 10)", "the learning rate inf is not a finite number"),
 ])
 def test_a_schedules_lambda_is_read_never_run(files, spec, message):
     """The lambda is evaluated on its syntax tree: a call outside arithmetic and math's functions is refused, as are

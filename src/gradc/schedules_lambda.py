@@ -79,6 +79,15 @@ def epoch_function(value) -> EpochFunction:
     return value
 
 
+def finite_rate(rate: float, lr_lambda: EpochFunction, epoch: int) -> float:
+    """``rate``, refused where NaN or infinite (every weight NaN at the update), naming the epoch as the lambda's
+    own errors do."""
+    if not math.isfinite(rate):
+        raise GradcError(f"the schedule's {lr_lambda.text} at epoch {epoch}: the learning rate {rate} is not a finite "
+                         f"number")
+    return rate
+
+
 class LambdaDecay(Schedule):
     """learning_rate * lr_lambda(epoch)."""
 
@@ -86,7 +95,7 @@ class LambdaDecay(Schedule):
         self.base, self.lr_lambda = float(learning_rate), epoch_function(lr_lambda)
 
     def __call__(self, step):
-        return self.base * self.lr_lambda(step)
+        return finite_rate(self.base * self.lr_lambda(step), self.lr_lambda, step)
 
 
 class MultiplicativeDecay(Schedule):
@@ -99,6 +108,6 @@ class MultiplicativeDecay(Schedule):
     def __call__(self, step):
         done, rate = self.reached if step >= self.reached[0] else (0, self.base)
         for epoch in range(done + 1, step + 1):
-            rate *= self.lr_lambda(epoch)
+            rate = finite_rate(rate * self.lr_lambda(epoch), self.lr_lambda, epoch)
         self.reached = (step, rate)
         return rate
