@@ -14,15 +14,16 @@ from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..schedules import learning_rate_vars
-from ..training import Dataset, OneBatch, Trainer, load_params
+from ..training import Dataset, OneBatch, Trainer
 from ..training import save_params as write_model_params
 from ..training.ema import ema_applied, require_ema
 from ..training.interrupt import Stopped
 from ..training.lbfgs import parse as parse_lbfgs
-from ..training.params import check_params_path, require_values
+from ..training.params import check_params_path, read_files, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updated_parameters, updates_nothing
 from ..training.report import ConsoleReporter
+from ..training.startup_values import load_after_startups, preloaded
 from .eval_options import metric_options, metrics_asked
 from .run import STRICT_PARAMS
 from .train_report import JsonLinesReporter
@@ -168,16 +169,17 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     reason = None if lbfgs else updates_nothing(training)
     if reason:
         raise GradcError(f"{program}: {reason}")
+    values = read_files(list(params), training, strict_params) if params else {}   # the startups may read them
     try:
-        trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
-                          lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
+        trainer = Trainer(training, startups, preloaded(values), fetch=list(fetches) or None, seed=seed,
+                          check_nan=check_nan, lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,
                           log_grad_norms=log_grad_norms, lbfgs=lbfgs, after_step=after_steps, lr_per_epoch=lr_per_epoch)
     except GradcError as exc:   # what L-BFGS finds missing in the program: said of the file
         if lbfgs is None or str(exc).startswith(str(program)):
             raise
         raise GradcError(f"{program}: {exc}") from None
     if params:
-        load_params(trainer.scope, list(params), trainer.program, strict_params)
+        load_after_startups(trainer.executor, trainer.scope, startups, values)
     fixed = read_npz(feed, "feed") if feed is not None else None
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10

@@ -39,6 +39,7 @@ from .ranking import RankingTally, check_ranking, parse_ranking
 from .retrieval import RecallTally, check_towers, parse_pair
 from .roc import RocTally, check_roc, parse_roc
 from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
+from .startup_values import load_after_startups, preloaded
 
 
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, losses: Sequence[str] = (),
@@ -205,17 +206,20 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     draw, from the startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout
     dropping and batch norm normalising by the batch, as the program trains."""
     from ..io import load
-    from .params import load_params, require_values, run_startup
+    from .params import read_files, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
     program = program if isinstance(program, Program) else load(program)
     scope, executor = Scope() if scope is None else scope, executor or Executor()
     if seed is not None:
         randomness.seed(seed)
-    for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
-        run_startup(executor, init, scope)
+    startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup)
     params = [params] if isinstance(params, (str, os.PathLike)) else list(params or ())
-    if params:   # several files: a later one's value for a name wins
-        load_params(scope, params, program, strict)
+    values = read_files(params, program, strict) if params else {}   # several files: a later one's value wins
+    preloaded(values, scope)   # a startup may derive from them (AMP O2's master weights)
+    for init in startups:
+        run_startup(executor, init, scope)
+    if values:
+        load_after_startups(executor, scope, startups, values)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
     losses = named_losses(program, loss, fetch or ())
     fetch = list(dict.fromkeys([*losses, *(fetch or [])]))
