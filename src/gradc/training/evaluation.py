@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
-
-import numpy as np
+from collections.abc import Sequence
 
 from ..backward.loss import no_loss_hint
 from ..errors import FeedError, GradcError, GradcNotice
@@ -28,17 +26,16 @@ from ..executor import Executor, Scope, randomness
 from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
-from . import set_metrics
-from .accuracy import ScoreTally, counted_positions, scored_rows
-from .data import Dataset, OneBatch, as_data, check_fits, examples, naming
+from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
-from .history import default_fetch, scalar
+from .eval_run import evaluate_plan
+from .history import default_fetch
 from .labels import classifiers
 from .programs import forward_part, missing_inputs, prune
-from .ranking import RankingTally, check_ranking, parse_ranking
-from .retrieval import RecallTally, check_towers, parse_pair
-from .roc import RocTally, check_roc, parse_roc
-from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, from_set_means, set_ratios
+from .ranking import check_ranking, parse_ranking
+from .retrieval import check_towers, parse_pair
+from .roc import check_roc, parse_roc
+from .set_metrics import auc_counts, from_set_means
 from .startup_values import load_after_startups, preloaded
 
 
@@ -246,69 +243,3 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         results["unfed_losses"] = evaluation.unfed
     accuracy = {name: value for name, value in means.items() if name not in evaluation.scalars}
     return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
-
-
-def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
-                  batch_size: int | None = None) -> dict:
-    """Run the plan over every example: {"examples", each scalar by name, "acc" (one k) or "acc_topK", and "miou"
-    and "class_iou", or "recall@K", as planned}."""
-    ratios = chunk_ratios(evaluation.program, evaluation.scalars)
-    chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
-    averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
-    counted = set_metrics.per_count(evaluation.program, evaluation.scalars)
-    # summed apart from the averages, for the set's ratios: a count also fetched (--fetch) is averaged too
-    parts = list(dict.fromkeys(part for pair in counted.values() for part in pair))
-    scalar_fetches = averaged + parts
-    towers = list(evaluation.recall or ())
-    ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected
-               + ([evaluation.scores] if evaluation.scores else []))
-    retrieval = RecallTally(evaluation.recall_at)
-    ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
-    roc = RocTally(evaluation.roc)
-    totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
-    tally, count = ScoreTally(evaluation.topk, evaluation.miou), 0
-    counts, whole_set = auc_counts(evaluation.program)
-    last = {}
-    with counting_from_zero(scope, counts, evaluation.program):
-        for index, batch in enumerate(data.batches(0, batch_size or data.size)):
-            size = 1 if getattr(data, "episodes", False) else examples(batch)   # an episode counts as one
-            feed = {name: batch[name] for name in evaluation.feeds}
-            with naming(data, f"evaluation batch {index + 1}"):
-                values = executor.run(evaluation.program, feed, fetches, scope)
-            for name, value in zip(averaged, values):
-                totals[name] += scalar(name, value) * size
-                last[name] = scalar(name, value)
-            for name, value in zip(parts, values[len(averaged):]):
-                sums[name] += scalar(name, value)
-            for name, value in zip(chunks, values[len(scalar_fetches):]):
-                chunks[name] += int(np.sum(value))
-            if towers:
-                at = len(scalar_fetches) + len(chunks)
-                retrieval.add(values[at], values[at + 1])
-            if ranked:
-                ranking.add(values[len(scalar_fetches) + len(chunks) + len(towers)], batch, data.source)
-            if detected:
-                roc.add(values[len(scalar_fetches) + len(chunks) + len(towers) + len(ranked)], batch, data.source)
-            if evaluation.scores:
-                tally.add(*_scored(values[-1], batch, evaluation, data.source))
-            count += size
-    means = {name: total / count for name, total in totals.items()}
-    means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
-    means.update({name: sums[top] / sums[bottom] for name, (top, bottom) in counted.items() if sums[bottom]})
-    results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
-    results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
-    results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
-            **(ranking.results() if ranked else {}), **(roc.results() if detected else {})}
-
-
-def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(batch[evaluation.label])
-    counted = counted_positions(batch[evaluation.mask], labels.shape) if evaluation.mask else None
-    rows = scored_rows(scores, labels, evaluation.axis, evaluation.ignore_index, counted)
-    if rows is None:
-        raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {labels.size} values) does not label the "
-                         f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
-                         f"labels)")
-    return rows

@@ -34,7 +34,8 @@ from .best import EarlyStopping
 from .checkpoint import checkpoint_directory, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read, reported
-from .evaluation import evaluate_plan, trainer_plan
+from .eval_run import evaluate_plan
+from .evaluation import trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt

@@ -1,0 +1,85 @@
+"""Running an evaluation's plan (evaluation.plan) over every batch of a data set: the scalars averaged by example, the
+set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics and a score's ROC AUC."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import GradcError
+from . import set_metrics
+from .accuracy import ScoreTally, counted_positions, scored_rows
+from .data import Dataset, OneBatch, examples, naming
+from .eval_plan import EvalPlan
+from .history import scalar
+from .ranking import RankingTally
+from .retrieval import RecallTally
+from .roc import RocTally
+from .set_metrics import at_set_means, auc_counts, chunk_ratios, counting_from_zero, set_ratios
+
+
+def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
+                  batch_size: int | None = None) -> dict:
+    """Run the plan over every example: {"examples", each scalar by name, "acc" (one k) or "acc_topK", and "miou"
+    and "class_iou", or "recall@K", as planned}."""
+    ratios = chunk_ratios(evaluation.program, evaluation.scalars)
+    chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
+    averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
+    counted = set_metrics.per_count(evaluation.program, evaluation.scalars)
+    # summed apart from the averages, for the set's ratios: a count also fetched (--fetch) is averaged too
+    parts = list(dict.fromkeys(part for pair in counted.values() for part in pair))
+    scalar_fetches = averaged + parts
+    towers = list(evaluation.recall or ())
+    ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected
+               + ([evaluation.scores] if evaluation.scores else []))
+    retrieval = RecallTally(evaluation.recall_at)
+    ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
+    roc = RocTally(evaluation.roc)
+    totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
+    tally, count = ScoreTally(evaluation.topk, evaluation.miou), 0
+    counts, whole_set = auc_counts(evaluation.program)
+    last = {}
+    with counting_from_zero(scope, counts, evaluation.program):
+        for index, batch in enumerate(data.batches(0, batch_size or data.size)):
+            size = 1 if getattr(data, "episodes", False) else examples(batch)   # an episode counts as one
+            feed = {name: batch[name] for name in evaluation.feeds}
+            with naming(data, f"evaluation batch {index + 1}"):
+                values = executor.run(evaluation.program, feed, fetches, scope)
+            for name, value in zip(averaged, values):
+                totals[name] += scalar(name, value) * size
+                last[name] = scalar(name, value)
+            for name, value in zip(parts, values[len(averaged):]):
+                sums[name] += scalar(name, value)
+            for name, value in zip(chunks, values[len(scalar_fetches):]):
+                chunks[name] += int(np.sum(value))
+            if towers:
+                at = len(scalar_fetches) + len(chunks)
+                retrieval.add(values[at], values[at + 1])
+            if ranked:
+                ranking.add(values[len(scalar_fetches) + len(chunks) + len(towers)], batch, data.source)
+            if detected:
+                roc.add(values[len(scalar_fetches) + len(chunks) + len(towers) + len(ranked)], batch, data.source)
+            if evaluation.scores:
+                tally.add(*_scored(values[-1], batch, evaluation, data.source))
+            count += size
+    means = {name: total / count for name, total in totals.items()}
+    means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
+    means.update({name: sums[top] / sums[bottom] for name, (top, bottom) in counted.items() if sums[bottom]})
+    results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
+    results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
+    results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
+    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
+            **(ranking.results() if ranked else {}), **(roc.results() if detected else {})}
+
+
+def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(batch[evaluation.label])
+    counted = counted_positions(batch[evaluation.mask], labels.shape) if evaluation.mask else None
+    rows = scored_rows(scores, labels, evaluation.axis, evaluation.ignore_index, counted)
+    if rows is None:
+        raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {labels.size} values) does not label the "
+                         f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
+                         f"labels)")
+    return rows
