@@ -1,5 +1,6 @@
 """Running an evaluation's plan (evaluation.plan) over every batch of a data set: the scalars averaged by example, the
-set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics and a score's ROC AUC."""
+set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics and a
+score's ROC AUC."""
 
 from __future__ import annotations
 
