@@ -42,6 +42,7 @@ _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (n
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _DENSE_TENSOR = VarType.DENSE_TENSOR
 _VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
+_ATTR_STARTS = [b"\x22" + SMALL[size] for size in range(128)]   # an OpDesc.Attr's tag and length
 
 
 class Encoder:
@@ -97,8 +98,10 @@ class Encoder:
                 body = op(item)
             except (Unusual, TypeError, ValueError, UnicodeError, KeyError):
                 body = _by_message(item)
-            size = len(body)
-            out += frames.get(size) or _cached_frame(frames, b"\x22", size)
+            try:
+                out += frames[len(body)]
+            except KeyError:
+                out += _cached_frame(frames, b"\x22", len(body))
             out += body
         if block.forward_block_idx is not None:
             out += b"\x28" + as_int(block.forward_block_idx, INT32)
@@ -146,10 +149,11 @@ class Encoder:
         key = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter, var.stop_gradient,
                type(var.dtype), type(var.lod_level), type(var.persistable), type(var.need_check_feed),
                type(var.is_parameter), type(var.stop_gradient), *shape, *map(type, shape))
-        body = self._var_bodies.get(key)
-        if body is None:
+        try:
+            return self._var_bodies[key]
+        except KeyError:
             body = self._var_bodies[key] = dense_var_body(var)
-        return body
+            return body
 
     def _var(self, var: VarDesc) -> bytes:
         parts = [length_prefixed(b"\x0a", as_text(var.name))]
@@ -192,13 +196,23 @@ class Encoder:
         parts = []
         self._slots(parts, b"\x0a", self._input_starts, op.inputs)
         self._slots(parts, b"\x12", self._output_starts, op.outputs)
-        parts.append(self._types.get(op.type) or _cached(self._types, b"\x1a", op.type))
+        try:
+            parts.append(self._types[op.type])
+        except KeyError:
+            parts.append(_cached(self._types, b"\x1a", op.type))
         if op.attrs:
             types, cache = op.attr_types, self._attrs
             for name, value in op.attrs.items():
-                kind = types[name]
-                encoded = cache.get((name, kind, type(value), value)) if type(value) in _BY_VALUE else None
-                parts.append(encoded or self.attr(name, kind, value))
+                kind, held = types[name], type(value)
+                if held in _BY_VALUE:
+                    try:
+                        parts.append(cache[name, kind, held, value])
+                    except KeyError:
+                        parts.append(self.attr(name, kind, value))
+                elif held is list and kind in TEXT_LIST_TAGS:
+                    parts.append(self._text_list(name, kind, value))
+                else:
+                    parts.append(self.attr(name, kind, value))
         if op.repeated_attrs:   # Paddle's second copy of an attribute, where it was
             first = len(parts) - len(op.attrs)
             for position, raw in op.repeated_attrs:
@@ -216,11 +230,18 @@ class Encoder:
         names = self._names
         for slot, args in slots.items():
             if len(args) == 1:
-                named = names.get(args[0]) or _cached(names, b"", args[0])
+                try:
+                    named = names[args[0]]
+                except KeyError:   # a name no var of the program has
+                    named = _cached(names, b"", args[0])
                 size = len(named)
                 if size < 128:
-                    by_size = starts.get(slot) or _new_starts(starts, slot)
-                    parts += (by_size[size] or self._slot_start(tag, slot, size, by_size), named)
+                    try:
+                        by_size = starts[slot]
+                    except KeyError:
+                        by_size = starts[slot] = [None] * 128
+                    parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
+                    parts.append(named)
                     continue
             parts.append(self._slot(tag, slot, args))
 
@@ -242,8 +263,7 @@ class Encoder:
         """An OpDesc.Attr, tagged as the OpDesc's field 4."""
         listed = type(value) is list
         if listed and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
-            head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-            return length_prefixed(b"\x22", head + text_fields(TEXT_LIST_TAGS[kind], value))
+            return self._text_list(name, kind, value)
         if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
             key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
                                                                         tuple(map(type, value)))
@@ -269,6 +289,18 @@ class Encoder:
             self._attrs[(name, kind, type(value), value)] = encoded
         return encoded
 
+    def _text_list(self, name: str, kind: int, value: list) -> bytes:
+        """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
+        table (each its length and bytes) and joined with the field's tag."""
+        head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
+        tag = TEXT_LIST_TAGS[kind]
+        try:
+            body = tag.join([head, *map(self._names.__getitem__, value)])
+        except (KeyError, TypeError):   # a name no var of the program has (or not a str): encoded here
+            body = head + text_fields(tag, value)
+        size = len(body)
+        return (_ATTR_STARTS[size] if size < 128 else b"\x22" + varint(size)) + body
+
     def _attr_head(self, name: str, kind: int) -> bytes:
         """An OpDesc.Attr's name and type fields, which every value of that attribute starts with."""
         if kind not in _ATTR_TYPES:
@@ -284,11 +316,6 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
     msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
     fill(item, msg)
     return msg.SerializeToString(deterministic=True)
-
-
-def _new_starts(cache: dict, slot: str) -> list:
-    starts = cache[slot] = [None] * 128
-    return starts
 
 
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
