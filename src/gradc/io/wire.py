@@ -123,7 +123,9 @@ class Encoder:
                     body = data = b""
                 if body and len(data) + len(body) < 126:   # the var's length in one byte
                     named = names[name] = small[len(data)] + data
-                    out += _VAR_STARTS[1 + len(named) + len(body)] + named + body
+                    out += _VAR_STARTS[1 + len(named) + len(body)]
+                    out += named
+                    out += body
                     continue
             out += self.framed_var(var)
 
@@ -145,10 +147,13 @@ class Encoder:
         """A dense tensor var's fields after its name, keyed by their values and those values' exact types (so
         that 1 is not True nor 3.0 3)."""
         shape = var.shape or ()
+        for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
+            if type(dim) is not int:
+                raise Unusual
         # type() per field, not map(type, ...) over a tuple of them: the interpreter specialises the call
         key = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter, var.stop_gradient,
                type(var.dtype), type(var.lod_level), type(var.persistable), type(var.need_check_feed),
-               type(var.is_parameter), type(var.stop_gradient), *shape, *map(type, shape))
+               type(var.is_parameter), type(var.stop_gradient), tuple(shape))
         try:
             return self._var_bodies[key]
         except KeyError:
