@@ -12,30 +12,25 @@ from __future__ import annotations
 
 from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
 from .wire_values import (
-    ENUM_VALUE,
     INT32,
     INT64,
     LIST_FIELDS,
     SCALAR_FIELDS,
     SMALL,
     TEXT_LIST_TAGS,
-    VAR_TYPES,
     Unusual,
     as_bool,
     as_int,
     as_text,
     dense_var_body,
     length_prefixed,
+    other_var,
     text_field,
     text_fields,
     varint,
 )
 
 _ATTR_TYPES = frozenset(map(int, AttrType))
-_TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22",
-                  VarType.SPARSE_COO: b"\x5a", VarType.SPARSE_CSR: b"\x62"}
-_BARE_TENSOR_TAGS = (b"\x12", b"\x5a", b"\x62")   # selected_rows, sparse_coo, sparse_csr: a TensorDesc, no lod level
-_FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_parameter"), (b"\x30", "stop_gradient"))
 
 
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
@@ -141,7 +136,7 @@ class Encoder:
         """The var's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
             return length_prefixed(b"\x0a", as_text(var.name)) + self._dense_body(var)
-        return self._var(var)
+        return other_var(var)
 
     def _dense_body(self, var: VarDesc) -> bytes:
         """A dense tensor var's fields after its name, keyed by their values and those values' exact types (so
@@ -160,47 +155,49 @@ class Encoder:
             body = self._var_bodies[key] = dense_var_body(var)
             return body
 
-    def _var(self, var: VarDesc) -> bytes:
-        parts = [length_prefixed(b"\x0a", as_text(var.name))]
-        if var.raw_type is not None:
-            if type(var.raw_type) is not bytes:
-                raise Unusual
-            parts.append(length_prefixed(b"\x12", var.raw_type))
-        else:
-            if var.type not in VAR_TYPES:
-                raise Unusual
-            body = b"\x08" + varint(int(var.type))
-            tag = _TENSOR_FIELDS.get(var.type)
-            if tag is not None and var.dtype is not None:
-                body += length_prefixed(tag, self._tensor(var, bare=tag in _BARE_TENSOR_TAGS))
-            parts.append(length_prefixed(b"\x12", body))
-        for tag, flag in _FLAGS:
-            value = getattr(var, flag)
-            if value is not None:
-                parts.append(tag + as_bool(value))
-        for raw in var.attrs:
-            if type(raw) is not bytes:
-                raise Unusual
-            parts.append(length_prefixed(b"\x3a", raw))
-        return b"".join(parts)
-
-    def _tensor(self, var: VarDesc, bare: bool) -> bytes:
-        if type(var.dtype) not in ENUM_VALUE or var.dtype not in VAR_TYPES:
-            raise Unusual
-        tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + as_int(d, INT64) for d in var.shape or ())
-        if bare:
-            if var.lod_level is not None:   # a TensorDesc has no lod level: the message path says so
-                raise Unusual
-            return tensor
-        lod = b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
-        return length_prefixed(b"\x0a", tensor) + lod
-
     # ------------------------------------------------------------ op
     def op(self, op: OpDesc) -> bytes:
         """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         parts = []
-        self._slots(parts, b"\x0a", self._input_starts, op.inputs)
-        self._slots(parts, b"\x12", self._output_starts, op.outputs)
+        # the slots written out here for inputs and outputs alike, not by a method called twice an op: 1 k
+        # instructions an op. Most slots name one argument, and are written as two cached pieces: the slot's start
+        # (its tag and length, the slot's name, the argument's tag), cached by the size of the argument's length
+        # and bytes, then those.
+        names = self._names
+        starts = self._input_starts
+        for slot, args in op.inputs.items():
+            if len(args) == 1:
+                try:
+                    named = names[args[0]]
+                except KeyError:   # a name no var of the program has
+                    named = _cached(names, b"", args[0])
+                size = len(named)
+                if size < 128:
+                    try:
+                        by_size = starts[slot]
+                    except KeyError:
+                        by_size = starts[slot] = [None] * 128
+                    parts.append(by_size[size] or self._slot_start(b"\x0a", slot, size, by_size))
+                    parts.append(named)
+                    continue
+            parts.append(self._slot(b"\x0a", slot, args))
+        starts = self._output_starts
+        for slot, args in op.outputs.items():
+            if len(args) == 1:
+                try:
+                    named = names[args[0]]
+                except KeyError:   # a name no var of the program has
+                    named = _cached(names, b"", args[0])
+                size = len(named)
+                if size < 128:
+                    try:
+                        by_size = starts[slot]
+                    except KeyError:
+                        by_size = starts[slot] = [None] * 128
+                    parts.append(by_size[size] or self._slot_start(b"\x12", slot, size, by_size))
+                    parts.append(named)
+                    continue
+            parts.append(self._slot(b"\x12", slot, args))
         try:
             parts.append(self._types[op.type])
         except KeyError:
@@ -227,28 +224,6 @@ class Encoder:
         if op.is_target is not None:
             parts.append(b"\x28" + as_bool(op.is_target))
         return b"".join(parts)
-
-    def _slots(self, parts: list, tag: bytes, starts: dict, slots: dict) -> None:
-        """Add the op's input or output slots to its fields. Hot: most slots name one argument, and are written as
-        two cached pieces: the slot's start (its tag and length, the slot's name, the argument's tag), cached by the
-        size of the argument's length and bytes, then those."""
-        names = self._names
-        for slot, args in slots.items():
-            if len(args) == 1:
-                try:
-                    named = names[args[0]]
-                except KeyError:   # a name no var of the program has
-                    named = _cached(names, b"", args[0])
-                size = len(named)
-                if size < 128:
-                    try:
-                        by_size = starts[slot]
-                    except KeyError:
-                        by_size = starts[slot] = [None] * 128
-                    parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
-                    parts.append(named)
-                    continue
-            parts.append(self._slot(tag, slot, args))
 
     def _slot(self, tag: bytes, slot: str, args: list) -> bytes:
         """An OpDesc.Var (a slot and its arguments), tagged as the OpDesc's field 1 or 2."""

@@ -1,6 +1,7 @@
 """One value as protobuf encodes it (varints, fixed-width numbers, strings), each attribute type's field, a dense
-var's body and a TensorDesc, for gradc.io.wire; and a varint read back, for the readers. A value of another Python
-type, or out of its field's range, raises Unusual: the caller writes it through protobuf's message instead."""
+var's body, a var of any other kind and a TensorDesc, for gradc.io.wire; and a varint read back, for the readers. A
+value of another Python type, or out of its field's range, raises Unusual: the caller writes it through protobuf's
+message instead."""
 
 from __future__ import annotations
 
@@ -150,6 +151,51 @@ def dense_var_body(var: VarDesc) -> bytes:
                 raise Unusual
             parts.append(tag + (b"\x01" if value else b"\x00"))
     return b"".join(parts)
+
+
+_TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22",
+                  VarType.SPARSE_COO: b"\x5a", VarType.SPARSE_CSR: b"\x62"}
+_BARE_TENSOR_TAGS = (b"\x12", b"\x5a", b"\x62")   # selected_rows, sparse_coo, sparse_csr: a TensorDesc, no lod level
+_FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_parameter"), (b"\x30", "stop_gradient"))
+
+
+def other_var(var: VarDesc) -> bytes:
+    """A var of any other kind than the common dense tensor gradc.io.wire writes itself (Unusual where the message
+    path must write it)."""
+    parts = [length_prefixed(b"\x0a", as_text(var.name))]
+    if var.raw_type is not None:
+        if type(var.raw_type) is not bytes:
+            raise Unusual
+        parts.append(length_prefixed(b"\x12", var.raw_type))
+    else:
+        if var.type not in VAR_TYPES:
+            raise Unusual
+        body = b"\x08" + varint(int(var.type))
+        tag = _TENSOR_FIELDS.get(var.type)
+        if tag is not None and var.dtype is not None:
+            body += length_prefixed(tag, _tensor(var, bare=tag in _BARE_TENSOR_TAGS))
+        parts.append(length_prefixed(b"\x12", body))
+    for tag, flag in _FLAGS:
+        value = getattr(var, flag)
+        if value is not None:
+            parts.append(tag + as_bool(value))
+    for raw in var.attrs:
+        if type(raw) is not bytes:
+            raise Unusual
+        parts.append(length_prefixed(b"\x3a", raw))
+    return b"".join(parts)
+
+
+def _tensor(var: VarDesc, bare: bool) -> bytes:
+    if type(var.dtype) not in ENUM_VALUE or var.dtype not in VAR_TYPES:
+        raise Unusual
+    tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + as_int(d, INT64) for d in var.shape or ())
+    if bare:
+        if var.lod_level is not None:   # a TensorDesc has no lod level: the message path says so
+            raise Unusual
+        return tensor
+    lod = b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
+    return length_prefixed(b"\x0a", tensor) + lod
 
 
 def tensor_desc_bytes(dtype: int, dims) -> bytes:
