@@ -206,9 +206,13 @@ class GradOp:
 
     def grad_ops(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str],
                  wanted: Container[str]) -> list[OpDesc]:
+        return [self.grad_op_of(fwd, opdef, grad_names, wanted)]
+
+    def grad_op_of(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str], wanted: Container[str]) -> OpDesc:
         """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
         makes most of a backward's ops (the backward calls it without a GradContext, with its GradNames and
-        wanted set: a subscript and an 'in' test cost less than calls of their bound methods)."""
+        wanted set: a subscript and an 'in' test cost less than calls of their bound methods; and takes the one op
+        without a list around it)."""
         layout = self._layouts.get(opdef.type)
         if layout is None or layout[0] is not opdef:
             layout = self._new_layout(opdef)
@@ -237,7 +241,7 @@ class GradOp:
         else:
             op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
         op.is_target, op.repeated_attrs = None, ()
-        return [op]
+        return op
 
 
 def _one_var_slots(uses: tuple, output_grads: tuple, input_grads: tuple) -> Callable:

@@ -112,22 +112,26 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             if prepare:
                 prepare_forward(job.forward_block, idx, fwd, opdef)
             maker = opdef.grad
-            grad_ops = []
             try:
-                if type(maker) is GradOp:   # the default maker (most ops) reads no more than these: no context
-                    made = maker.grad_ops(fwd, opdef, names, wanted)
+                if type(maker) is GradOp:   # the default maker (most ops): one grad op, its inputs no more than these
+                    grad_op = maker.grad_op_of(fwd, opdef, names, wanted)
+                    written = grad_op.output_names()   # before append renames a second writer's output
+                    if not any(written):   # a grad op that writes no wanted grad is dropped
+                        grad_ops, written = (), ()
+                    else:   # a short list tested as it is, else a set (an op with many outputs tests each)
+                        grad_ops = (grad_op,)
+                        if len(written) > 8:
+                            written = set(written)
                 else:
                     context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
                                                    block, earlier, has_grad)
                     context.checks_slots = plugin
-                    made = maker(context)
-                for grad_op in made:
-                    outputs = grad_op.output_names()
-                    if any(outputs):   # a grad op that writes no wanted grad is dropped
-                        grad_ops.append(grad_op)
-                        # before append renames a second writer's output; the one grad op of most ops' short list
-                        # as it is, else a set (an op with many outputs tests each against it)
-                        written = outputs if not written and len(outputs) <= 8 else {*written, *outputs}
+                    grad_ops = []
+                    for grad_op in maker(context):
+                        outputs = grad_op.output_names()
+                        if any(outputs):   # as above
+                            grad_ops.append(grad_op)
+                            written = outputs if not written and len(outputs) <= 8 else {*written, *outputs}
             except GradError as exc:
                 raise _located(job, idx, exc) from None
             except Exception as exc:
