@@ -295,3 +295,27 @@ def test_the_default_maker_takes_one_var_slots_and_others_alike():
     assert grad_op(two, {"c"}) == ({"X": ["a", "c"], "AxisTensor": [], "Out@GRAD": ["out@GRAD"]},
                                    {"X@GRAD": ["@EMPTY@", "c@GRAD"]})
     assert grad_op(two, set())[1] == {"X@GRAD": []}
+
+
+def test_the_default_maker_gives_its_grad_ops_names_as_the_op_lists_them():
+    """grad_op_of hands the backward the grad op's input and output names with the op: they are its input_names()
+    and output_names(), on the straight-line path, on the loops' path (a list slot), for an op whose attributes name
+    vars, and for one whose read slots collide (a use named as an output's grad slot: the dict keeps one list)."""
+    grad_names = {name: f"{name}@GRAD" for name in ("x", "y", "a", "c", "out", "t")}
+    registry.defop("named_like_grad_demo", ["X", "Out@GRAD"], ["Out"], grad=registry.grad_op("X", "Out@GRAD"))
+    try:
+        ops = [gradc.OpDesc("mul", {"X": ["x"], "Y": ["y"]}, {"Out": ["out"]}),
+               gradc.OpDesc("concat", {"X": ["a", "c"], "AxisTensor": []}, {"Out": ["out"]}),
+               gradc.OpDesc("named_like_grad_demo", {"X": ["x"], "Out@GRAD": ["y"]}, {"Out": ["out"]})]
+        with_var_attr = gradc.OpDesc("mul", {"X": ["x"], "Y": ["y"]}, {"Out": ["out"]})
+        with_var_attr.set_attr("scale_tensor", "t", AttrType.VAR)
+        for fwd in [*ops, with_var_attr]:
+            opdef = registry.get(fwd.type)
+            for wanted in ({"x", "a", "c"}, {"y"}, set()):
+                op, reads, written = opdef.grad.grad_op_of(fwd, opdef, grad_names, wanted)
+                assert (reads, written) == (op.input_names(), op.output_names()), (fwd.type, wanted)
+        assert "t" in opdef.grad.grad_op_of(with_var_attr, opdef, grad_names, {"x"})[1]
+        demo = registry.get("named_like_grad_demo")
+        assert demo.grad.grad_op_of(ops[2], demo, grad_names, {"x"})[1] == ["x", "out@GRAD"]   # one Out@GRAD
+    finally:
+        del registry.OPS["named_like_grad_demo"], registry.OPS["named_like_grad_demo_grad"]

@@ -206,13 +206,14 @@ class GradOp:
 
     def grad_ops(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str],
                  wanted: Container[str]) -> list[OpDesc]:
-        return [self.grad_op_of(fwd, opdef, grad_names, wanted)]
+        return [self.grad_op_of(fwd, opdef, grad_names, wanted)[0]]
 
-    def grad_op_of(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str], wanted: Container[str]) -> OpDesc:
-        """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
-        makes most of a backward's ops (the backward calls it without a GradContext, with its GradNames and
-        wanted set: a subscript and an 'in' test cost less than calls of their bound methods; and takes the one op
-        without a list around it)."""
+    def grad_op_of(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str],
+                   wanted: Container[str]) -> tuple[OpDesc, list[str], list[str]]:
+        """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go, with its input_names() and
+        output_names(): this maker makes most of a backward's ops (the backward calls it without a GradContext, with
+        its GradNames and wanted set: a subscript and an 'in' test cost less than calls of their bound methods; and
+        takes the one op without a list around it, and its names as they were made, not walked again)."""
         layout = self._layouts.get(opdef.type)
         if layout is None or layout[0] is not opdef:
             layout = self._new_layout(opdef)
@@ -220,8 +221,9 @@ class GradOp:
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
         slots = one_var_slots(forward_inputs, forward_outputs, grad_names, wanted)
         if slots is not None:   # every slot it reads holds one var: most ops
-            inputs, outputs = slots
+            inputs, outputs, reads, written = slots
         else:
+            reads = None
             inputs = {}
             for slot, is_input in uses:
                 inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
@@ -241,28 +243,38 @@ class GradOp:
         else:
             op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
         op.is_target, op.repeated_attrs = None, ()
-        return op
+        if reads is None or op.var_attrs:   # the loops' op, or one reading vars its attributes name
+            return op, op.input_names(), op.output_names()
+        return op, reads, written
 
 
 def _one_var_slots(uses: tuple, output_grads: tuple, input_grads: tuple) -> Callable:
-    """GradOp.grad_ops' input and output dicts for an op whose every slot they read holds one var, as straight-line code
-    made once per layout: ``slots(forward inputs, forward outputs, grad_names, wanted)``, None where a slot is missing
-    or holds another number of vars (the loops handle those). The dicts' keys come in the loops' order."""
+    """GradOp.grad_op_of's input and output dicts for an op whose every slot they read holds one var, as straight-line
+    code made once per layout: ``slots(forward inputs, forward outputs, grad_names, wanted)`` gives them with the grad
+    op's input names and output names (its input_names() and output_names(), made with its lists), None where a slot is
+    missing or holds another number of vars (the loops handle those). The dicts' keys come in the loops' order."""
     local: dict[tuple[str, bool], str] = {}   # (forward slot, whether an input slot) -> the local holding its var
 
     def var(slot: str, is_input: bool) -> str:
         return local.setdefault((slot, is_input), f"v{len(local)}")
 
-    reads = [f"{slot!r}: [{var(slot, is_input)}]" for slot, is_input in uses]
-    reads += [f"{grad!r}: [grad_names[{var(slot, False)}]]" for slot, grad in output_grads]
-    writes = [f"{grad!r}: [grad_names[{var(slot, True)}]] if {var(slot, True)} in wanted else []"
-              for slot, grad in input_grads]
+    read_slots = [slot for slot, _ in uses] + [grad for _, grad in output_grads]
+    if len(set(read_slots)) < len(read_slots):   # a use named as an output's grad slot: the loops' dict, one list
+        return lambda *args: None
+    read_vars = [var(slot, is_input) for slot, is_input in uses] + [f"g{k}" for k in range(len(output_grads))]
+    lines = [f"g{k} = grad_names[{var(slot, False)}]" for k, (slot, _) in enumerate(output_grads)]
+    lines += [f"w{k} = [grad_names[{var(slot, True)}]] if {var(slot, True)} in wanted else []"
+              for k, (slot, _) in enumerate(input_grads)]
+    inputs = ", ".join(f"{slot!r}: [{name}]" for slot, name in zip(read_slots, read_vars))
+    outputs = ", ".join(f"{grad!r}: w{k}" for k, (_, grad) in enumerate(input_grads))
+    written = ", ".join(f"*w{k}" for k in range(len(input_grads)))
     unpack = ", ".join(f"({name},)" for name in local.values())
     lists = ", ".join(f"{'inputs' if is_input else 'outputs'}[{slot!r}]" for slot, is_input in local)
     source = "def slots(inputs, outputs, grad_names, wanted):\n"
     if local:   # a missing slot (KeyError) or one of another length (ValueError) is the loops' case
         source += f"    try:\n        {unpack}, = {lists},\n    except (KeyError, ValueError):\n        return None\n"
-    source += f"    return {{{', '.join(reads)}}}, {{{', '.join(writes)}}}\n"
+    source += "".join(f"    {line}\n" for line in lines)
+    source += f"    return {{{inputs}}}, {{{outputs}}}, [{', '.join(read_vars)}], [{written}]\n"
     namespace: dict = {}
     exec(compile(source, "<gradc grad-op slots>", "exec"), namespace)
     return namespace["slots"]

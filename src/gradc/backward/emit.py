@@ -64,8 +64,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 
     written_grads, pending_grads = acc.first_write, acc.pending
 
-    def append(op: OpDesc) -> None:
-        reads = op.input_names()
+    def append(op: OpDesc, reads: list[str] | None = None) -> None:
+        if reads is None:   # else the names the default maker made the op with
+            reads = op.input_names()
         for name in reads:   # only a grad (its name holds @GRAD) has a source: forward values skip the call
             if GRAD_SUFFIX in name and name not in written_grads and name not in pending_grads:
                 var = names.source(name)
@@ -114,8 +115,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             maker = opdef.grad
             try:
                 if type(maker) is GradOp:   # the default maker (most ops): one grad op, its inputs no more than these
-                    grad_op = maker.grad_op_of(fwd, opdef, names, wanted)
-                    written = grad_op.output_names()   # before append renames a second writer's output
+                    # its input names, and its output names before append renames a second writer's
+                    grad_op, reads, written = maker.grad_op_of(fwd, opdef, names, wanted)
                     if not any(written):   # a grad op that writes no wanted grad is dropped
                         grad_ops, written = (), ()
                     else:   # a short list tested as it is, else a set (an op with many outputs tests each)
@@ -126,7 +127,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                     context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
                                                    block, earlier, has_grad)
                     context.checks_slots = plugin
-                    grad_ops = []
+                    grad_ops, reads = [], None
                     for grad_op in maker(context):
                         outputs = grad_op.output_names()
                         if any(outputs):   # as above
@@ -142,10 +143,11 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 raise _plugin_maker_failed(job, idx, maker, exc) from exc
             if opdef.no_grad_outputs:
                 _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
-            if stale_reads:
+            if stale_reads:   # it may point the op at copies: its input names read again
                 versions.reading(grad_ops, job.forward_block, idx)
-            for grad_op in grad_ops:
-                append(grad_op)
+                reads = None
+            for grad_op in grad_ops:   # the default maker's one op with its input names, others' read by append
+                append(grad_op, reads)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for args in fwd.outputs.values():
                 for name in args:
