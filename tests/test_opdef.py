@@ -153,8 +153,13 @@ def test_empty_required_and_optional_slots():
                  {"is_test": AttrType.INT}),                                          # Paddle 1.x's int for a bool
     gradc.OpDesc("while", {"X": [], "Condition": ["c"]}, {"Out": [], "StepScopes": ["s"]}, {"sub_block": 3}),
     gradc.OpDesc("no_such_op", {"X": []}, {"Out": ["y"]}),
+    gradc.OpDesc("tanh", {}, {"Out": ["y"]}),                                           # a required slot missing
+    gradc.OpDesc("concat", {"X": []}, {"Out": ["y"]}),                                  # a required list empty
+    gradc.OpDesc("concat", {"X": ["a", "b"]}, {"Out": ["y"]}),                          # a list of two
+    gradc.OpDesc("layer_norm", {"X": ["x"], "Scale": ["a", "b"]}, {"Y": ["y"]}),        # an optional single of two
+    gradc.OpDesc("layer_norm", {"X": ["x"], "Scale": []}, {"Y": ["y"]}, {"epsilon": 1}),   # empty; an int for a float
 ], ids=["ok", "empty", "two", "attr", "undeclared", "undeclared_and_attr", "int_bool", "sub_block",
-         "unknown"])
+         "unknown", "missing", "empty_list", "list", "optional_two", "optional_empty"])
 def test_definition_problem_is_the_slot_problem_else_the_attribute_problem(op):
     """The backward's one-call check says what the two checks say, in their order."""
     assert registry.definition_problem(op) == (registry.slot_problem(op) or registry.attr_type_problem(op))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
+from .definition_check import compile_definition_check
 from .ir import VAR_KINDS, AttrType, OpDesc, infer_attr_type, stored_attr_value
 from .optable import OpTable
 
@@ -143,6 +144,12 @@ class OpDef:
         one_var = tuple(name for name, required, single in self.input_rules if required and single)
         return one_var, tuple(rule for rule in self.input_rules if rule[0] not in one_var)
 
+    @cached_property
+    def definition_check(self) -> Callable[[OpDesc], str | None]:
+        """definition_problem's check of one op of this definition (gradc.definition_check)."""
+        return compile_definition_check(*self.input_checks, bool(self.sub_block_attr), self.attr_kinds,
+                                        slot_problem, attr_type_problem)
+
     def slot(self, name: str) -> Slot | None:
         return self.slots.get(name)
 
@@ -237,29 +244,10 @@ def attr_type_problem(op: OpDesc) -> str | None:
 
 def definition_problem(op: OpDesc) -> str | None:
     """slot_problem(op) or attr_type_problem(op), with the definition looked up once and the common case (every rule
-    met, every attribute of its declared type) decided in one call: the backward checks every op of a program."""
+    met, every attribute of its declared type) decided by its definition's straight-line check: the backward checks
+    every op of a program."""
     opdef = _loaded(OPS, op.type) or OPS.get(op.type)
-    if opdef is None:
-        return None
-    given = op.inputs
-    one_var, other_rules = opdef.input_checks
-    for name in one_var:
-        args = given.get(name)
-        if args is None or len(args) != 1:
-            return slot_problem(op)
-    for name, required, single in other_rules:
-        args = given.get(name)
-        if (required and not args) or (single and args and len(args) > 1):
-            return slot_problem(op)
-    if opdef.sub_block_attr:
-        return attr_type_problem(op)
-    # the declared attributes, a few, looked up in the op's (Paddle writes a dozen more on every op, op_callstack,
-    # use_mkldnn, ..., which no definition declares): attr_type_problem names the one that differs
-    attr_types = op.attr_types
-    for name, kind in opdef.attr_kinds:
-        if attr_types.get(name, kind) != kind:
-            return attr_type_problem(op)
-    return None
+    return None if opdef is None else opdef.definition_check(op)
 
 
 def slot_problem(op: OpDesc) -> str | None:
