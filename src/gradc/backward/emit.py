@@ -117,7 +117,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 if type(maker) is GradOp:   # the default maker (most ops): one grad op, its inputs no more than these
                     # its input names, and its output names before append renames a second writer's
                     grad_op, reads, written = maker.grad_op_of(fwd, opdef, names, wanted)
-                    if not any(written):   # a grad op that writes no wanted grad is dropped
+                    if not written:   # a grad op that writes no wanted grad is dropped (its names: none empty)
                         grad_ops, written = (), ()
                     else:   # a short list tested as it is, else a set (an op with many outputs tests each)
                         grad_ops = (grad_op,)
