@@ -6,6 +6,7 @@ import pytest
 
 import gradc
 from gradc.gradcheck import check_program
+from gradc.ir import AttrType
 from gradc.layers import ProgramBuilder
 
 
@@ -110,3 +111,25 @@ def test_a_new_value_off_the_path_drops_the_parts_of_its_grad_awaiting_a_sum():
     rng = np.random.default_rng(0)
     check_program(net.program, {"a": rng.standard_normal((2, 3)), "c": rng.standard_normal((2, 3))}, ["a", "w"],
                   loss, {"w": rng.standard_normal((2, 3))})
+
+
+@pytest.mark.parametrize("ops, expected", [
+    ([("a", {"X": ["x"]}, {"Out": ["y"]}), ("b", {"X": ["y"]}, {"Out": ["z"]})], set()),   # each written once, first
+    ([("a", {"X": ["x"]}, {"Out": ["y"]}), ("b", {"X": ["x"]}, {"Out": ["y"]})], {"y"}),   # written twice
+    ([("a", {"X": ["x"]}, {"Out": ["x"]})], {"x"}),                                       # read and written by one op
+    ([("a", {"X": ["y"]}, {"Out": ["z"]}), ("b", {"X": ["x"]}, {"Out": ["y"]})], {"y"}),   # read, then written
+    ([("a", {"X": ["x"]}, {"Out": ["y", "y"]})], {"y"}),                                  # twice in one op's list
+    ([("a", {"X": ["x"]}, {"Out": ["y"], "Mask": ["m"]}), ("b", {}, {"Out": ["m", "x"]})], {"m", "x"}),
+    ([("a", {}, {"Out": ["z"]}, {"shape": "n"}), ("b", {"X": ["x"]}, {"Out": ["n"]})], {"n"}),   # an attribute's var
+], ids=["once", "twice", "in_place", "read_first", "one_list", "several", "attribute"])
+def test_rewritten_names_are_those_written_after_a_use(ops, expected):
+    """Versions.rewritten, which decides whether any grad op may read a stale value: a name some op writes after an
+    earlier op (or itself) read or wrote it."""
+    from gradc.backward.versions import Versions
+
+    program = gradc.Program()
+    for type, inputs, outputs, *attr in ops:
+        op = program.global_block.append_op(type, inputs, outputs)
+        for name, var in (attr[0] if attr else {}).items():
+            op.set_attr(name, var, AttrType.VAR)
+    assert Versions(program).rewritten(program.global_block) == expected

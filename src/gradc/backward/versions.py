@@ -47,24 +47,24 @@ class Versions:
         return writes
 
     def rewritten(self, block: Block) -> set[str]:
-        """The names an op of ``block`` writes after an earlier op of it used (read or wrote) them."""
+        """The names an op of ``block`` writes after an earlier op used (read or wrote) them, or that it reads."""
         rewritten = self._rewritten.get(block.idx)
         if rewritten is None:
             rewritten = self._rewritten[block.idx] = set()
-            used: set[str] = set()
-            use = used.update
-            for op in block.ops:
-                use(*op.inputs.values())   # op.input_names() in one call, without building its list
-                if op.var_attrs:
-                    use(op.attr_var_names())
+            # from the last op back: the names written by an op or a later one, looked up, not every name used inserted
+            later: set[str] = set()
+            add, unwritten = later.add, later.isdisjoint
+            for op in reversed(block.ops):
                 for args in op.outputs.values():
-                    if len(args) == 1 and args[0] not in used:   # most slots: one var, written first here
-                        used.add(args[0])
-                        continue
                     for name in args:
-                        if name in used:
+                        if name in later:
                             rewritten.add(name)
-                        used.add(name)
+                        add(name)
+                for args in op.inputs.values():
+                    if not unwritten(args):
+                        rewritten.update(later.intersection(args))
+                if op.var_attrs:
+                    rewritten.update(later.intersection(op.attr_var_names()))
         return rewritten
 
     def in_place(self, block: Block) -> set[str]:
