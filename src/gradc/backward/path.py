@@ -140,8 +140,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:
                 needed.update(inputs)
-                wants.update(outputs)
-                wants.update(inputs)
+                wants.update(outputs, inputs)
                 on_path.append(idx)
     on_path.reverse()
     return OpPath(on_path, wants, no_grad, sub_paths, carrying)
