@@ -246,8 +246,18 @@ def definition_problem(op: OpDesc) -> str | None:
     """slot_problem(op) or attr_type_problem(op), with the definition looked up once and the common case (every rule
     met, every attribute of its declared type) decided by its definition's straight-line check: the backward checks
     every op of a program."""
-    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
-    return None if opdef is None else opdef.definition_check(op)
+    return definition_check(op.type)(op)
+
+
+def definition_check(type: str) -> Callable[[OpDesc], str | None]:
+    """definition_problem for the ops of ``type``, which a loop over a program's ops looks up once a type."""
+    opdef = _loaded(OPS, type) or OPS.get(type)
+    return _no_problem if opdef is None else opdef.definition_check
+
+
+def _no_problem(op: OpDesc) -> None:
+    """An op gradc has no definition of: nothing to check it against."""
+    return None
 
 
 def slot_problem(op: OpDesc) -> str | None:

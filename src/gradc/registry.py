@@ -24,6 +24,7 @@ from .opdef import (
     Slot,
     attr_default,
     attr_type_problem,
+    definition_check,
     definition_problem,
     get,
     make_op,
@@ -36,7 +37,7 @@ from .opdef import (
 )
 
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default",
-           "attr_type_problem", "defgrad", "definition_problem",
+           "attr_type_problem", "defgrad", "definition_check", "definition_problem",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
            "sub_blocks_run",
            "slot_problem", "typed", "unsupported_setting"]
