@@ -86,8 +86,10 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     differentiable = _DifferentiableVars(block, no_grad)
     facts_of = _Facts()
     op_facts = [facts_of[op.type] for op in ops]
-    # an op's one output slot is read as it is (find_path changes no list of names): most ops, no list built
-    outputs_of = [next(iter(op.outputs.values())) if len(op.outputs) == 1 else op.output_names() for op in ops]
+    # an op's one output slot Out (most ops) is read as it is, found by a lookup rather than through a view and its
+    # iterator (find_path changes no list of names); the others' names listed
+    outputs_of = [op.outputs["Out"] if len(op.outputs) == 1 and "Out" in op.outputs else op.output_names()
+                  for op in ops]
     partly_written = [] if all(overwrites for _, _, overwrites, _ in facts_of.values()) else \
         [name for outputs, (_, _, overwrites, _) in zip(outputs_of, op_facts) if not overwrites for name in outputs]
     carrying = _Carrying(differentiable, leaves, partly_written)
