@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from itertools import compress
-from operator import attrgetter
 
 from ..errors import GradcWarning, GradError
 from ..gcpause import gc_paused
@@ -63,8 +61,8 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     block = program.global_block
     check_definitions(program)
     resolved = [(*resolve_loss(block, target, any_shape, what), given) for target, given in targets]
-    # one pass in C over the block's thousands of vars
-    all_params = list(compress(block.vars, map(attrgetter("is_parameter"), block.vars.values())))
+    # a comprehension's attribute read is specialised to the slot; attrgetter's is not
+    all_params = [name for name, var in block.vars.items() if var.is_parameter]
     params = all_params if parameter_list is None else list(parameter_list)
     if parameter_list is not None:
         unknown = [p for p in params if block.find_var(p) is None]

@@ -7,8 +7,6 @@ forward from the differentiable leaves (what depends on something that wants a g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import attrgetter
 from typing import NamedTuple
 
 from .. import registry
@@ -228,8 +226,8 @@ def check_complex(block: Block, path: OpPath) -> None:
     """Every op on the path that reads a complex var is one whose grad handles complex values, else one error
     listing all that are not. Also a complex input that wants no grad counts: the grad of a real W in W @ z needs
     conj(z), which the real grad kernels do not take."""
-    dtypes = [map(attrgetter("dtype"), each.vars.values()) for each in block.program.blocks]
-    if COMPLEX_DTYPES.isdisjoint(chain.from_iterable(dtypes)):   # one sweep of the vars in C: most programs stop here
+    dtypes = {var.dtype for each in block.program.blocks for var in each.vars.values()}
+    if COMPLEX_DTYPES.isdisjoint(dtypes):   # one sweep of the vars: most programs stop here
         return
     complex_vars = {name for each in block.program.blocks for name, var in each.vars.items()
                     if var.dtype in COMPLEX_DTYPES}
@@ -248,7 +246,8 @@ def check_complex(block: Block, path: OpPath) -> None:
 
 def check_makers(block: Block, path: OpPath) -> None:
     """Every op on the path has a grad maker; else one error listing all that lack one."""
-    types = set(map(attrgetter("type"), map(block.ops.__getitem__, path.op_indices)))   # asked once a type
+    ops = block.ops
+    types = {ops[idx].type for idx in path.op_indices}   # asked once a type
     if all(getattr(registry.get(type), "grad", None) is not None for type in types):
         return
     raise registry.missing_grad_error([(block.idx, i, block.ops[i].type) for i in path.op_indices

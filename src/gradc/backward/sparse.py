@@ -4,8 +4,6 @@ SelectedRows."""
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from ..ir import Block, OpDesc, VarType
 
 # op -> its output slot that is sparse when the op has is_sparse
@@ -15,7 +13,7 @@ SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD", "lookup_table_grad": "W@
 
 def mark_sparse_grads(block: Block, ops: list[OpDesc]) -> None:
     """Declare SELECTED_ROWS the vars the ``ops`` (in order) write sparse."""
-    types = set(map(attrgetter("type"), ops))   # most backwards have no op that may write one: no test per op
+    types = {op.type for op in ops}   # most backwards have no op that may write one: no test per op
     if types.isdisjoint(SPARSE_TABLE_GRADS) and "sum" not in types:
         return
     for op in ops:
