@@ -59,7 +59,8 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
     """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
     Python scalars and lists are converted to it. Other vars take any numeric array, cast. ``feeds``: the
     block's ``feed_ops`` when the caller knows them (the executor's plan). A LoDTensor's LoD is checked
-    against its rows and recorded beside the value (gradc.executor.lod)."""
+    against its rows and recorded beside the value (gradc.executor.lod); one fed to a var of padded sequences
+    (_takes_padded) is padded."""
     feeds = feed_ops(block.ops) if feeds is None else feeds
     for name, value in feed.items():
         lod = None
@@ -68,6 +69,8 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         var = block.find_var(name)
         if var is None:
             raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name, feed)}")
+        if lod is not None and _takes_padded(var, value, lod):
+            value, lod = padded_sequences(value, lod[0]), None
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
         elif var.dtype in FLOAT8_FORMATS:
@@ -85,6 +88,25 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         if lod is not None:
             set_lod(scope, name, checked_lod(lod, array.shape[0] if array.ndim else 0, f"feed var '{name}'"))
     _fill_holder(block, scope, feeds)
+
+
+def _takes_padded(var, value, lod) -> bool:
+    """Sequences fed to a var of no LoD that has a time axis after the batch axis, of any length ([-1, -1] token
+    ids): it takes them padded, a row a sequence."""
+    shape = var.shape or []
+    return (not var.lod_level and len(lod) == 1 and len(shape) == np.ndim(value) + 1 and len(shape) >= 2
+            and shape[1] < 0)
+
+
+def padded_sequences(rows, offsets) -> np.ndarray:
+    """The sequences of ``rows`` cut at ``offsets``, each a row padded with zeros to the longest, as a DataLoader's
+    collate_fn pads a batch of sentences to its own longest."""
+    rows, offsets = np.asarray(rows), [int(offset) for offset in offsets]
+    lengths = np.diff(offsets)
+    out = np.zeros((len(lengths), int(lengths.max(initial=0)), *rows.shape[1:]), rows.dtype)
+    for index, (start, length) in enumerate(zip(offsets, lengths)):
+        out[index, :length] = rows[start:start + length]
+    return out
 
 
 def _unit_axis_hint(shape: tuple, declared: list) -> str:
