@@ -190,11 +190,14 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
             raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
                              + (f" (did you mean '{close}'?)" if close else ""))
     block.ops, needed = _needed_ops(pruned, fetches, feeds)
-    for name in _unfed(block, block.ops, needed, feeds):
-        feed_it = (f"the data has no array '{name}': add one" if from_data else
-                   f"feed it: --input {name} on the command line, feeds= in Python")
-        raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
-                         f"({feed_it}; or fetch something that does not depend on it)")
+    if unfed := _unfed(block, block.ops, needed, feeds):   # all of them at once: a text model's ids and lengths
+        quoted = " and ".join(f"'{name}'" for name in unfed)
+        one = len(unfed) == 1
+        feed_it = (f"the data has no array{'' if one else 's'} {quoted}: add {'one' if one else 'them'}" if from_data
+                   else f"feed {'it' if one else 'them'}: {' '.join(f'--input {name}' for name in unfed)} on the "
+                        f"command line, feeds= in Python")
+        raise GradcError(f"the fetches need {quoted}, which {'is' if one else 'are'} neither fed nor computed from "
+                         f"the feeds ({feed_it}; or fetch something that does not depend on {'it' if one else 'them'})")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned
 
