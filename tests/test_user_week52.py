@@ -113,3 +113,62 @@ def test_export_runs_a_batch_and_one_longer_sentence_to_paddles_logits(files, mo
                         folder / f"{feed}.npz", "-o", folder / f"{feed}_out.npz")
         assert run.returncode == 0, run.stderr
         np.testing.assert_allclose(np.load(folder / f"{feed}_out.npz")["logits"], paddle[key], rtol=0, atol=5e-7)
+
+
+def _host_f1(logits: np.ndarray, labels: np.ndarray) -> dict:
+    """Host-side multi-label scores of logits above 0 against 0/1 labels, as scikit-learn's f1_score defines them."""
+    predicted, truth = logits > 0, labels > 0.5
+    tp, fp, fn = ((predicted & truth).sum(0), (predicted & ~truth).sum(0), (~predicted & truth).sum(0))
+    each = [2 * t / (2 * t + p + n) if t + p + n else 0.0 for t, p, n in zip(tp, fp, fn)]
+    return {"micro_precision": tp.sum() / (tp.sum() + fp.sum()), "micro_recall": tp.sum() / (tp.sum() + fn.sum()),
+            "micro_f1": 2 * tp.sum() / (2 * tp.sum() + fp.sum() + fn.sum()), "macro_f1": float(np.mean(each)),
+            "exact_match": float((predicted == truth).all(axis=1).mean()), "label_f1": each}
+
+
+@pytest.mark.parametrize("batch", (7, 40))
+def test_evaluate_gives_multi_label_f1(files, batch):
+    """gradc evaluate of the fastText tagger (BCE with logits, 5 labels) reported its loss alone: no precision,
+    recall or F1. Now where the accuracy would be, micro precision / recall / F1, macro F1, exact match and each
+    label's F1 over the whole set, the host-side numbers of Paddle's own logits of the 40 sentences (micro F1 0.79),
+    the same at any batch size."""
+    folder = files / "fasttext"
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                    folder / "data.npz", "--batch-size", batch, "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    paddle = np.load(folder / "outputs.npz")["all_logits"]
+    expected = _host_f1(paddle, np.load(folder / "data.npz")["labels"])
+    for key, value in expected.items():
+        assert result[key] == pytest.approx(value, abs=1e-12), key
+    assert 0 < result["macro_f1"] < 1 and "acc" not in result
+
+
+def test_evaluate_of_single_label_models_stays_the_accuracy(files):
+    """The TextCNN's loss reads a one-hot of its labels (label smoothing): the accuracy over its 40 sentences is
+    numpy's of Paddle's logits, and no multi-label numbers appear (no fault)."""
+    folder = files / "textcnn"
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                    folder / "data.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    paddle = np.load(folder / "outputs.npz")["all_logits"]
+    assert result["acc"] == pytest.approx(np.mean(paddle.argmax(1) == np.load(folder / "data.npz")["label"][:, 0]))
+    assert "micro_f1" not in result
+
+
+def test_train_stops_early_by_macro_f1(files, tmp_path):
+    """train --eval --topk 1 reports each epoch's multi-label numbers (not the label_f1 list), --early-stop
+    --monitor macro_f1 keeps the best epoch, whose macro F1 gradc evaluate gives again."""
+    folder = files / "fasttext"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam").returncode == 0
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--epochs", 3, "--eval", folder /
+                    "data.npz", "--topk", 1, "--early-stop", 2, "--monitor", "macro_f1", "--save-params",
+                    tmp_path / "kept.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert sorted(epochs[0]) == ["exact_match", "macro_f1", META["fasttext"]["loss"], "micro_f1", "micro_precision",
+                                 "micro_recall"]
+    again = gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "kept.npz", "--data",
+                      folder / "data.npz", "--json")
+    assert json.loads(again.stdout)["macro_f1"] == pytest.approx(max(e["macro_f1"] for e in epochs), abs=1e-12)

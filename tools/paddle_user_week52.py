@@ -13,8 +13,8 @@ padding), sentences 4 to 12 tokens long, each batch padded to its own longest (6
   by the bag's size, Linear to 5 labels; F.binary_cross_entropy_with_logits with pos_weight; Adam(0.01).
 
 Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz, trained.npz,
-losses in meta.json; outputs.npz: the logits of the first batch (padded to its longest) and of one sentence of 20
-tokens, longer than any trained on (trained weights). data.npz holds the sentences as a data set of sequences: ids
+losses in meta.json; outputs.npz: the logits of the first batch (padded to its longest), of every batch (all_logits)
+and of one sentence of 20 tokens, longer than any trained on (trained weights). data.npz holds the sentences as a data set of sequences: ids
 flat with their offsets ids@LOD0 (bag, bag@LOD0 for fasttext), lengths and labels; padded.npz the same padded to
 the longest of all.
 
@@ -146,12 +146,15 @@ def train_model(out: Path, name: str, exe) -> dict:
         np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = padded(arrays, range(BATCH))
         (batch_logits,) = exe.run(forward, feed=first, fetch_list=[logits.name])
+        every = np.concatenate([exe.run(forward, feed=padded(arrays, range(start, start + BATCH)),
+                                        fetch_list=[logits.name])[0] for start in range(0, STEPS * BATCH, BATCH)])
         long_ids = np.asarray(RNG.integers(1, VOCAB, size=(1, LONG)), np.int64)
         extra = {"labels": np.zeros((1, LABELS), np.float32)} if name == "fasttext" else {"label": np.zeros((1, 1),
                                                                                                            np.int64)}
         long_feed = {"bag" if name == "fasttext" else "ids": long_ids, "lengths": np.array([LONG]), **extra}
         (long_logits,) = exe.run(forward, feed=long_feed, fetch_list=[logits.name])
-    np.savez(folder / "outputs.npz", logits=batch_logits, long_logits=long_logits, long_ids=long_ids)
+    np.savez(folder / "outputs.npz", logits=batch_logits, long_logits=long_logits, long_ids=long_ids,
+             all_logits=every)
     np.savez_compressed(folder / "data.npz", **arrays)
     np.savez_compressed(folder / "padded.npz", **padded(arrays, range(STEPS * BATCH)))
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:

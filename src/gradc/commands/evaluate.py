@@ -52,7 +52,8 @@ from .run import STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
              miou, recall, ranking, roc, topk, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
-    scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
+    scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
+    F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
     prog = load(program)
     if feed is not None or episodes:
@@ -64,7 +65,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                                miou=miou, mask=mask, recall=recall, test_mode=not train_mode,
                                ranking=ranking, roc=roc)
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
-    accuracy = any(key == "acc" or key.startswith("acc_top") for key in results)
+    accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)
     if asked and recall is None and ranking is None and roc is None and not accuracy:
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
     if as_json:

@@ -58,13 +58,15 @@ from .train_report import JsonLinesReporter
 @click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
               "the forward part in test mode, the mean of each fetched scalar.")
 @metric_options((), "With --eval: also each epoch's top-k accuracy at each K, where the program's class scores "
-                "and the data's labels allow it (with --recall: recall@K). Repeatable.")
+                "and the data's labels allow it (with --recall: recall@K; a multi-label loss's micro and macro F1). "
+                "Repeatable.")
 @click.option("--early-stop", type=click.IntRange(min=1), metavar="N", help="Stop when the --eval value of the "
               "first --fetch (the loss; or --monitor) has not improved for N epochs in a row, and keep the best "
               "epoch's parameters (what --save-params writes; a checkpoint also holds them).")
 @click.option("--monitor", metavar="NAME", help="The --fetch'ed scalar --early-stop watches (default: the first), "
-              "or a metric asked of --eval (acc, acc_topK, miou, recall@K, ndcg@K, hit@K, mrr, query_auc). Higher is "
-              "better for a metric and for an accuracy or auc op's output, lower for anything else.")
+              "or a metric asked of --eval (acc, acc_topK, miou, recall@K, ndcg@K, hit@K, mrr, query_auc; a "
+              "multi-label model's micro_f1, macro_f1, exact_match with --topk 1). Higher is better for a metric and "
+              "for an accuracy or auc op's output, lower for anything else.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "

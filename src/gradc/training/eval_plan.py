@@ -13,6 +13,8 @@ from ..ir import Program
 from .accuracy import accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
+from .multilabel import KEYS as MULTILABEL_KEYS
+from .multilabel import MultiLabel
 from .ranking import item_ids, ranking_keys
 from .retrieval import recall_key
 from .roc import ROC_KEYS
@@ -38,6 +40,7 @@ class EvalPlan:
     ranking: tuple[str, ...] | None = None   # scores, relevance (and query ids): NDCG@k, MRR over the whole set
     ranking_at: list[int] = field(default_factory=list)
     roc: tuple[str, str] | None = None   # a score an example and the data's labels: the set's ROC AUC
+    multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
@@ -71,7 +74,7 @@ class EvalMetrics:
         names += ranking_keys(ks) if self.ranking else []
         names += list(ROC_KEYS) if self.roc else []
         if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
-            names += [accuracy_key(k, ks) for k in ks]
+            names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
         return names + (["miou"] if self.miou else [])
 
 
@@ -116,8 +119,8 @@ def _loss_lengths(evaluation: EvalPlan, arrays, label_shape) -> str | None:
 
 def reported(results: dict, evaluation: EvalPlan) -> dict[str, float]:
     """An evaluation's numbers as a training run reports them each epoch: its scalars, then each metric asked (the
-    accuracy, the mIoU, recall@k); not the examples, nor class_iou's list."""
-    metrics = {name: value for name, value in results.items() if name not in ("examples", "class_iou")}
+    accuracy, the mIoU, recall@k, micro and macro F1); not the examples, nor the lists by class or label."""
+    metrics = {name: value for name, value in results.items() if name not in ("examples", "class_iou", "label_f1")}
     return {**{name: metrics.pop(name) for name in evaluation.scalars}, **metrics}
 
 

@@ -1,6 +1,6 @@
 """Running an evaluation's plan (evaluation.plan) over every batch of a data set: the scalars averaged by example, the
-set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics and a
-score's ROC AUC."""
+set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics, a
+score's ROC AUC and a multi-label loss's F1."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .accuracy import ScoreTally, counted_positions, scored_rows
 from .data import Dataset, OneBatch, examples, naming
 from .eval_plan import EvalPlan
 from .history import scalar
+from .multilabel import MultiLabelTally
 from .ranking import RankingTally
 from .retrieval import RecallTally
 from .roc import RocTally
@@ -33,8 +34,11 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     scalar_fetches = averaged + parts
     towers = list(evaluation.recall or ())
     ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected
+    tagged = [evaluation.multilabel.scores] if evaluation.multilabel else []
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged
                + ([evaluation.scores] if evaluation.scores else []))
+    tags = MultiLabelTally(evaluation.multilabel) if tagged else None
+    tags_at = len(scalar_fetches) + len(chunks) + len(towers) + len(ranked) + len(detected)
     retrieval = RecallTally(evaluation.recall_at)
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
     roc = RocTally(evaluation.roc)
@@ -62,6 +66,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 ranking.add(values[len(scalar_fetches) + len(chunks) + len(towers)], batch, data.source)
             if detected:
                 roc.add(values[len(scalar_fetches) + len(chunks) + len(towers) + len(ranked)], batch, data.source)
+            if tags:
+                tags.add(values[tags_at], batch[evaluation.multilabel.label], data.source)
             if evaluation.scores:
                 tally.add(*_scored(values[-1], batch, evaluation, data.source))
             count += size
@@ -72,7 +78,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
     return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
-            **(ranking.results() if ranked else {}), **(roc.results() if detected else {})}
+            **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
+            **(tags.results() if tags else {})}
 
 
 def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:

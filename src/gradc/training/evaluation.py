@@ -3,9 +3,10 @@ weighted by its size; a mean over the labels counted, the set's sum over their c
 program's scores and the data's labels allow it, and the mean of any other fetched scalar (an auc op's AUC over
 every batch: the set's, counted from zero; a chunk_eval op's precision, recall and F1 from its chunk counts summed
 over every batch; a PSNR of a batch's MSE: from the set's MSE), and, asked, the set's mIoU or a two-tower model's
-recall@k (retrieval.py), a ranker's NDCG@k and MRR (ranking.py), or a score's ROC AUC (roc.py). The forward part
-runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``)
-are this, so their numbers agree.
+recall@k (retrieval.py), a ranker's NDCG@k and MRR (ranking.py), or a score's ROC AUC (roc.py); a multi-label loss's
+micro and macro F1 where the accuracy would be (multilabel.py). The forward part runs in test mode; ``gradc
+evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
+agree.
 
 Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
@@ -31,6 +32,7 @@ from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .history import default_fetch
 from .labels import classifiers
+from .multilabel import find_multilabel
 from .programs import forward_part, missing_inputs, prune
 from .ranking import check_ranking, parse_ranking
 from .retrieval import check_towers, parse_pair
@@ -76,6 +78,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                              "op whose labels the data holds, nor one output of rank 2 or more (name the labels with "
                              "--label NAME)")
         result.miou = miou
+        result.multilabel = None if result.scores else find_multilabel(forward, names)
     if recall:
         check_towers(forward, recall)
         result.recall, result.recall_at = recall, sorted(set(topk or [1]))
@@ -86,7 +89,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         check_roc(forward, names, roc)
         result.roc = roc
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []), *(ranking or ())[:1],
-              *(roc or ())[:1]]
+              *(roc or ())[:1],
+              *([result.multilabel.scores] if result.multilabel else [])]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "

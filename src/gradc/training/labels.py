@@ -44,7 +44,7 @@ def classifiers(program: Program) -> list[Classifier]:
             continue   # an op without its scores: the run names the empty slot
         opdef = registry.get(op.type)
         attrs = {**(opdef.attrs if opdef is not None else {}), **op.attrs}
-        label = _label_source(block, index, op.input("Label")[0])
+        label = label_source(block, index, op.input("Label")[0])
         if attrs.get("soft_label") and (label := _smoothed_from(block, index, label)) is None:
             continue   # soft labels of no one-hot class: nothing the scores' best class could match
         slot, axis = CLASS_LOSSES[op.type]
@@ -61,7 +61,7 @@ def classifiers(program: Program) -> list[Classifier]:
     return found
 
 
-def _label_source(block, index: int, label: str) -> str:
+def label_source(block, index: int, label: str) -> str:
     """The var whose values the label of op ``index`` holds, followed back through ops that only reshape it (the
     data's array, where F.cross_entropy reads an unsqueezed copy)."""
     for op in reversed(block.ops[:index]):
@@ -84,7 +84,7 @@ def _smoothed_from(block, index: int, soft: str) -> str | None:
         if op.type == "label_smooth" and not op.input("PriorDist"):
             soft = op.input("X")[0]
         elif op.type in ("one_hot", "one_hot_v2"):
-            return _label_source(block, position, op.input("X")[0])
+            return label_source(block, position, op.input("X")[0])
         else:
             return None
     return None

@@ -1,0 +1,77 @@
+"""Multi-label classification over a whole data set, as a text classifier's tags are scored: each label of each
+example is a yes/no decision, a sigmoid cross-entropy's logit above 0 (F.binary_cross_entropy_with_logits) or a
+bce_loss's probability above 0.5 (F.binary_cross_entropy), against the data's 0/1 labels. Micro precision, recall
+and F1 from the counts summed over every label of every example; macro F1 the mean of each label's F1 (0 for a label
+neither predicted nor present, as scikit-learn counts it); exact_match the share of examples whose every label is
+right (subset accuracy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import GradcError
+from ..ir import Program
+from .labels import label_source
+
+# op type -> (the scores' slot, the threshold a score is a yes above)
+MULTILABEL_LOSSES = {"sigmoid_cross_entropy_with_logits": ("X", 0.0), "bce_loss": ("X", 0.5)}
+KEYS = ("micro_precision", "micro_recall", "micro_f1", "macro_f1", "exact_match")
+
+
+@dataclass(frozen=True)
+class MultiLabel:
+    scores: str        # logits or probabilities [N, C], a label a column
+    label: str         # the data's array of 0/1 labels
+    threshold: float
+
+
+def find_multilabel(program: Program, names) -> MultiLabel | None:
+    """The first multi-label loss of block 0 whose labels are the data's array (of ``names``)."""
+    block = program.global_block
+    for index, op in enumerate(block.ops):
+        slot, threshold = MULTILABEL_LOSSES.get(op.type, (None, None))
+        if slot and op.input("Label") and op.input(slot):
+            label = label_source(block, index, op.input("Label")[0])
+            if label in names:
+                return MultiLabel(op.input(slot)[0], label, threshold)
+    return None
+
+
+class MultiLabelTally:
+    """Each label's true positives, false positives and false negatives, summed over every batch."""
+
+    def __init__(self, found: MultiLabel):
+        self.found, self.counts, self.exact, self.rows = found, None, 0, 0
+
+    def add(self, scores, labels, source: str) -> None:
+        scores, labels = np.asarray(scores), np.asarray(labels)
+        if scores.size != labels.size or not scores.ndim:
+            raise GradcError(f"{source}: the labels '{self.found.label}' {list(labels.shape)} do not label the scores "
+                             f"'{self.found.scores}' {list(scores.shape)} one to one")
+        columns = scores.shape[-1]
+        predicted = scores.reshape(-1, columns) > self.found.threshold
+        truth = labels.reshape(-1, columns) > 0.5   # soft labels: the side of 0.5 they are on
+        counts = np.stack([(predicted & truth).sum(0), (predicted & ~truth).sum(0), (~predicted & truth).sum(0)])
+        self.counts = counts if self.counts is None else self.counts + counts
+        self.exact += int((predicted == truth).all(axis=1).sum())
+        self.rows += len(predicted)
+
+    def results(self) -> dict:
+        """{KEYS..., "label_f1": each label's F1}; nothing for an empty set."""
+        if self.counts is None:
+            return {}
+        hits, false_alarms, misses = self.counts.astype(np.float64)
+        label_f1 = _f1(hits, false_alarms, misses)
+        tp, fp, fn = hits.sum(), false_alarms.sum(), misses.sum()
+        return {"micro_precision": float(tp / (tp + fp)) if tp + fp else 0.0,
+                "micro_recall": float(tp / (tp + fn)) if tp + fn else 0.0,
+                "micro_f1": float(_f1(tp, fp, fn)), "macro_f1": float(label_f1.mean()),
+                "exact_match": self.exact / self.rows, "label_f1": label_f1.tolist()}
+
+
+def _f1(hits, false_alarms, misses):
+    """2 TP / (2 TP + FP + FN), the harmonic mean of precision and recall; 0 where it is 0 / 0."""
+    below = 2 * hits + false_alarms + misses
+    return np.divide(2 * hits, below, out=np.zeros_like(below, dtype=np.float64), where=below > 0)
