@@ -14,9 +14,9 @@ padding), sentences 4 to 12 tokens long, each batch padded to its own longest (6
 
 Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz, trained.npz,
 losses in meta.json; outputs.npz: the logits of the first batch (padded to its longest), of every batch (all_logits)
-and of one sentence of 20 tokens, longer than any trained on (trained weights). data.npz holds the sentences as a data set of sequences: ids
-flat with their offsets ids@LOD0 (bag, bag@LOD0 for fasttext), lengths and labels; padded.npz the same padded to
-the longest of all.
+and of one sentence of 20 tokens, longer than any trained on (trained weights). data.npz holds the sentences as a
+data set of sequences: ids flat with their offsets ids@LOD0 (bag, bag@LOD0 for fasttext), lengths and labels;
+padded.npz the same padded to the longest of all.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week52.py tests/data/paddle/user_week52
 """
