@@ -172,3 +172,48 @@ def test_train_stops_early_by_macro_f1(files, tmp_path):
     again = gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "kept.npz", "--data",
                       folder / "data.npz", "--json")
     assert json.loads(again.stdout)["macro_f1"] == pytest.approx(max(e["macro_f1"] for e in epochs), abs=1e-12)
+
+
+@pytest.mark.parametrize("program, params", [("exp.pdmodel", "exp.pdiparams"), ("exp.json", "exp.pdiparams")])
+def test_evaluate_scores_an_exported_tagger_against_multi_hot_labels(files, tmp_path, program, params):
+    """The exported fastText tagger (no loss op; .pdmodel and PIR) evaluated on its data was refused: "'labels'
+    (float32, 160 values) does not label the rows of class scores 'logits' [32, 5] (give integer class labels)". Labels
+    of the output's shape are multi-hot: its logits scored at 0, the numbers of the training program's loss."""
+    folder = files / "fasttext"
+    exported = gradc_cli("export", folder / "forward.pb", "-o", tmp_path / program, "--fetch",
+                         f"{META['fasttext']['logits']}=logits", "--params", folder / "trained.npz", "--input", "bag",
+                         "--input", "lengths")
+    assert exported.returncode == 0, exported.stderr
+    run = gradc_cli("evaluate", tmp_path / program, "--params", tmp_path / params, "--data", folder / "data.npz",
+                    "--batch-size", 16, "--json")
+    assert run.returncode == 0, run.stderr
+    expected = _host_f1(np.load(folder / "outputs.npz")["all_logits"], np.load(folder / "data.npz")["labels"])
+    result = json.loads(run.stdout)
+    for key, value in expected.items():
+        assert result[key] == pytest.approx(value, abs=1e-12), key
+
+
+def test_an_exported_sigmoid_output_is_scored_at_one_half(tmp_path):
+    """An export ending in a sigmoid gives probabilities: a label is predicted above 0.5 (above 0 every one would be),
+    the numbers of numpy's thresholding of gradc run's outputs."""
+    import gradc
+
+    net = gradc.ProgramBuilder(seed=3)
+    probabilities = net.fc(net.data("x", [-1, 4]), 3, act="sigmoid")
+    gradc.save(net.program, tmp_path / "tagger.pb")
+    gradc.save(net.startup, tmp_path / "tagger.startup.pb")
+    rng = np.random.default_rng(0)
+    x, tags = rng.normal(size=(30, 4)).astype(np.float32), (rng.random((30, 3)) > 0.5).astype(np.float32)
+    np.savez(tmp_path / "tags.npz", x=x, tags=tags)
+    assert gradc_cli("export", tmp_path / "tagger.pb", "--startup", tmp_path / "tagger.startup.pb", "-o",
+                     tmp_path / "tagger", "--input", "x", "--fetch", f"{probabilities}=p").returncode == 0
+    run = gradc_cli("run", tmp_path / "tagger.pdmodel", "--params", tmp_path / "tagger.pdiparams", "--feed",
+                    tmp_path / "tags.npz", "-o", tmp_path / "p.npz")
+    assert run.returncode == 0, run.stderr
+    logits = np.load(tmp_path / "p.npz")["p"] - 0.5   # above 0.5 as above 0
+    run = gradc_cli("evaluate", tmp_path / "tagger.pdmodel", "--params", tmp_path / "tagger.pdiparams", "--data",
+                    tmp_path / "tags.npz", "--json")
+    assert run.returncode == 0, run.stderr
+    result, expected = json.loads(run.stdout), _host_f1(logits, tags)
+    assert result["micro_f1"] == pytest.approx(expected["micro_f1"]) and result["micro_precision"] < 1
+    assert result["macro_f1"] == pytest.approx(expected["macro_f1"])

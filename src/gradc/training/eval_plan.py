@@ -14,7 +14,7 @@ from .accuracy import accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
-from .multilabel import MultiLabel
+from .multilabel import MultiLabel, of_output
 from .ranking import item_ids, ranking_keys
 from .retrieval import recall_key
 from .roc import ROC_KEYS
@@ -83,6 +83,9 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
     """Fit ``evaluation`` to ``data``'s labels: the class axis their shape leaves out, ``ignore_index``, a model
     without a loss op's labels in its class range, and ``mask`` read; a mask without labels or a k past the class
     count is refused."""
+    if evaluation.label and evaluation.axis is None and (tags := of_output(
+            evaluation.program, evaluation.scores, evaluation.label, data_arrays(data)[evaluation.label])):
+        evaluation.multilabel, evaluation.scores, evaluation.label, evaluation.topk = tags, None, None, []
     if evaluation.label:
         labels = data_arrays(data)[evaluation.label]
         if evaluation.axis is None:
