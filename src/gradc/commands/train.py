@@ -33,7 +33,8 @@ from .train_report import JsonLinesReporter
 @click.argument("program", type=click.Path())
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
               "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
-              ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example).")
+              ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example). "
+              "Sentences: ids flat with their offsets as ids@LOD0, each batch padded to its longest.")
 @click.option("--episodes", is_flag=True, help="Each example of --data (and --eval) is one step's whole feed, "
               "without a batch axis: a meta-learning task's support and query sets, as Paddle's "
               "DataLoader(batch_size=None) gives them (--batch-size is then 1).")
