@@ -41,7 +41,7 @@ def _roc(ctx, param, value: str | None) -> tuple[str, str] | None:
 
 
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --recall, --ranking, --roc and --topk (``topk_default``: the k
+    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc and --topk (``topk_default``: the k
     without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
@@ -54,6 +54,9 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
         click.option("--miou", is_flag=True, help="Also the mean IoU and each class's (miou, class_iou), from the "
                      "confusion matrix of the best-scored class against the label summed over the whole set (a "
                      "segmentation map's)."),
+        click.option("--f1", is_flag=True, help="Also each class's precision, recall and F1 and their means over the "
+                     "classes labelled or predicted (macro_precision, macro_recall, macro_f1, class_f1), from the "
+                     "same confusion matrix (a class-imbalanced classifier's)."),
         click.option("--recall", metavar="QUERY,GALLERY", help="Recall@k of a two-tower model instead of the "
                      "accuracy: the share of examples whose QUERY embedding finds their own GALLERY embedding among "
                      "the k most similar (dot product) of the whole set, for each k of --topk (captions to images: "
@@ -80,7 +83,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
     return apply
 
 
-def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None) -> EvalMetrics:
+def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc)
+                       roc, f1)

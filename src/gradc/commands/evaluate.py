@@ -50,7 +50,7 @@ from .run import STRICT_PARAMS
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, recall, ranking, roc, topk, seed, train_mode, as_json, strict_params):
+             miou, f1, recall, ranking, roc, topk, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
@@ -62,7 +62,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
         batch_size = 1 if episodes else batch_size
     results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
                                label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
-                               miou=miou, mask=mask, recall=recall, test_mode=not train_mode,
+                               miou=miou, f1=f1, mask=mask, recall=recall, test_mode=not train_mode,
                                ranking=ranking, roc=roc)
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)

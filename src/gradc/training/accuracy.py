@@ -65,6 +65,23 @@ def class_iou(matrix: np.ndarray) -> tuple[list[float | None], float]:
     return ious, float(np.mean(present)) if present else 0.0
 
 
+CLASS_F1_KEYS = ("macro_precision", "macro_recall", "macro_f1")
+
+
+def class_f1(matrix: np.ndarray) -> dict:
+    """Each class's precision, recall and F1 from a confusion matrix of the whole set (class_f1: None for a class
+    neither labelled nor predicted) and their means over the other classes, each 0 where it is 0 / 0, as
+    scikit-learn's average='macro' counts them."""
+    hits, labelled, predicted = np.diag(matrix), matrix.sum(axis=1), matrix.sum(axis=0)
+    present = (labelled + predicted) > 0
+    precision = np.divide(hits, predicted, out=np.zeros(len(hits)), where=predicted > 0)[present]
+    recall = np.divide(hits, labelled, out=np.zeros(len(hits)), where=labelled > 0)[present]
+    f1 = [float(2 * hit / total) if total else None for hit, total in zip(hits, labelled + predicted)]
+    scores = [value for value in f1 if value is not None]
+    means = [float(np.mean(values)) if len(values) else 0.0 for values in (precision, recall, scores)]
+    return {**dict(zip(CLASS_F1_KEYS, means)), "class_f1": f1}
+
+
 def counted_positions(mask, labels_shape: Sequence[int]) -> np.ndarray | None:
     """Which labels count by ``mask``: nonzero where a token is real, of the labels' shape (dims of 1 aside), or one
     integer length per example when the labels have a sequence axis (1; the positions past it are padding); None
@@ -103,22 +120,25 @@ class ScoreTally:
     """Top-k hits and, for the mIoU, the confusion matrix of every batch's counted rows, summed over the whole set
     (the set's, not a mean of the batches')."""
 
-    def __init__(self, topk: Sequence[int], miou: bool):
+    def __init__(self, topk: Sequence[int], miou: bool, f1: bool = False):
         self.correct, self.counted = dict.fromkeys(topk, 0), 0
-        self.miou, self.matrix = miou, None
+        self.miou, self.f1, self.matrix = miou, f1, None
 
     def add(self, scores: np.ndarray, labels: np.ndarray) -> None:
         self.counted += len(labels)
         for k, hits in top_k_hits(scores, labels, self.correct).items():
             self.correct[k] += hits
-        if self.miou:
+        if self.miou or self.f1:
             batch = confusion(scores, labels)
             self.matrix = batch if self.matrix is None else self.matrix + batch
 
     def results(self) -> dict:
-        """"acc" (top-1 alone) or "acc_topK" each, and with the mIoU "miou" and "class_iou" (a list by class)."""
+        """"acc" (top-1 alone) or "acc_topK" each, with the mIoU "miou" and "class_iou" (a list by class), with F1
+        class_f1's means and list."""
         results = {accuracy_key(k, self.correct): right / max(self.counted, 1) for k, right in self.correct.items()}
         if self.miou:
             ious, results["miou"] = class_iou(np.zeros((0, 0)) if self.matrix is None else self.matrix)
             results["class_iou"] = ious
+        if self.f1:
+            results.update(class_f1(np.zeros((0, 0)) if self.matrix is None else self.matrix))
         return results

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
-from .accuracy import accuracy_key, checked_mask, class_axis, counted_positions
+from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
@@ -34,6 +34,7 @@ class EvalPlan:
     ignore_index: int | None = None    # labels not counted
     topk: list[int] = field(default_factory=list)
     miou: bool = False                 # the set's confusion matrix of the scores against the labels, and its mIoU
+    f1: bool = False                   # each class's precision, recall and F1 from that matrix, and their means
     mask: str | None = None            # the data's array marking the labels counted (a tagger's real tokens)
     recall: tuple[str, str] | None = None   # query and gallery embeddings, for recall@k over the whole set
     recall_at: list[int] = field(default_factory=list)
@@ -59,6 +60,7 @@ class EvalMetrics:
     ignore_index: int | None = None
     ranking: tuple[str, ...] | None = None
     roc: tuple[str, str] | None = None
+    f1: bool = False
 
     def kept(self) -> list[str]:
         """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,
@@ -75,7 +77,7 @@ class EvalMetrics:
         names += list(ROC_KEYS) if self.roc else []
         if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
             names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
-        return names + (["miou"] if self.miou else [])
+        return names + (["miou"] if self.miou else []) + (list(CLASS_F1_KEYS) if self.f1 else [])
 
 
 def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch, mask: str | None,
@@ -123,7 +125,8 @@ def _loss_lengths(evaluation: EvalPlan, arrays, label_shape) -> str | None:
 def reported(results: dict, evaluation: EvalPlan) -> dict[str, float]:
     """An evaluation's numbers as a training run reports them each epoch: its scalars, then each metric asked (the
     accuracy, the mIoU, recall@k, micro and macro F1); not the examples, nor the lists by class or label."""
-    metrics = {name: value for name, value in results.items() if name not in ("examples", "class_iou", "label_f1")}
+    lists = ("examples", "class_iou", "class_f1", "label_f1")
+    metrics = {name: value for name, value in results.items() if name not in lists}
     return {**{name: metrics.pop(name) for name in evaluation.scalars}, **metrics}
 
 

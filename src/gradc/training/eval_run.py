@@ -43,7 +43,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
     roc = RocTally(evaluation.roc)
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
-    tally, count = ScoreTally(evaluation.topk, evaluation.miou), 0
+    tally, count = ScoreTally(evaluation.topk, evaluation.miou, evaluation.f1), 0
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts, evaluation.program):

@@ -44,7 +44,8 @@ from .startup_values import load_after_startups, preloaded
 def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, losses: Sequence[str] = (),
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
          recall: tuple[str, str] | None = None, test_mode: bool = True,
-         ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None) -> EvalPlan:
+         ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
+         f1: bool = False) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
@@ -70,14 +71,14 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
-    if miou or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
+    if miou or f1 or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
-        if miou and not result.scores:
-            raise GradcError("evaluation: the mIoU needs class scores and labels: the program has no cross-entropy "
-                             "op whose labels the data holds, nor one output of rank 2 or more (name the labels with "
-                             "--label NAME)")
-        result.miou = miou
+        if (miou or f1) and not result.scores:
+            raise GradcError(f"evaluation: the {'mIoU' if miou else 'F1 of each class'} needs class scores and "
+                             "labels: the program has no cross-entropy op whose labels the data holds, nor one output "
+                             "of rank 2 or more (name the labels with --label NAME)")
+        result.miou, result.f1 = miou, f1
         result.multilabel = None if result.scores else find_multilabel(forward, names)
     if recall:
         check_towers(forward, recall)
@@ -124,7 +125,8 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
         return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
-                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc)
+                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
+                    f1=metrics.f1)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
 
@@ -191,14 +193,15 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
-             roc: str | tuple[str, str] | None = None) -> dict:
+             roc: str | tuple[str, str] | None = None, f1: bool = False) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
     scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
-    from the confusion matrix of the whole set. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
+    from the confusion matrix of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1"
+    from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
     and "average_precision" of a score an example over the whole set (roc.py). Labels equal to ``ignore_index``
@@ -229,7 +232,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         evaluation = plan(program, names, fetch, losses, label, topk, miou,
                           parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking,
-                          parse_roc(roc) if isinstance(roc, str) else roc)
+                          parse_roc(roc) if isinstance(roc, str) else roc, f1)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,
