@@ -259,3 +259,15 @@ def test_train_watches_macro_f1_of_a_single_label_model(files, tmp_path):
     epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
     assert [sorted(epoch) for epoch in epochs] == [["macro_f1", "macro_precision", "macro_recall",
                                                      META["textcnn"]["loss"]]] * 2
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_paddles_pir_training_programs_train_on_sentences(files, model):
+    """Each model minimized in PIR static mode (pd_op.conv1d's conv2d form, the dynamic arange of the masks, rnn with
+    sequence lengths, the clipping and momentum ops): gradc trains Paddle's serialized program from its initial
+    values on the data set of sentences, each batch padded to its longest, to its 5 PIR losses (1e-6) (no fault)."""
+    run = gradc_cli("train", files / f"{model}_pir_train.json", "--startup", files / f"{model}_pir_startup.json",
+                    "--params", files / f"{model}_pir_init.npz", "--data", files / model / "data.npz", "--batch-size",
+                    8, "--fetch", "loss", "--json", "--log-every", 1, *TRAIN[model])
+    losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
+    np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)

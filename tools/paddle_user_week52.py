@@ -14,22 +14,23 @@ padding), sentences 4 to 12 tokens long, each batch padded to its own longest (6
 
 Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz, trained.npz,
 losses in meta.json; outputs.npz: the logits of the first batch (padded to its longest), of every batch (all_logits)
-and of one sentence of 20 tokens, longer than any trained on (trained weights). data.npz holds the sentences as a
-data set of sequences: ids flat with their offsets ids@LOD0 (bag, bag@LOD0 for fasttext), lengths and labels;
-padded.npz the same padded to the longest of all.
+and of one sentence of 20 tokens, longer than any trained on (trained weights). PIR half: each model built and
+minimized in PIR static mode, NAME_pir_train.json / NAME_pir_startup.json, NAME_pir_init.npz, and its losses on the
+same batches in pir_losses.json. data.npz holds the sentences as a data set of sequences: ids flat with their offsets
+ids@LOD0 (bag, bag@LOD0 for fasttext), lengths and labels; padded.npz the same padded to the longest of all.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week52.py tests/data/paddle/user_week52
 """
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, without_callstacks, write_gz
+from paddle.base import core
+from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz
 
 VOCAB, EMB, HIDDEN, CLASSES, LABELS, STEPS, BATCH, LONGEST, LONG = 50, 8, 6, 4, 5, 5, 8, 12, 20
 RNG = np.random.default_rng(52)
@@ -170,7 +171,43 @@ def main(out: Path) -> None:
     exe = paddle.static.Executor(paddle.CPUPlace())
     meta = {name: train_model(out, name, exe) for name in MODELS}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    pir_half(__file__, out)
+
+
+def pir_training(out: Path, name: str) -> list[float]:
+    """The model built and minimized in PIR static mode: NAME_pir_train.json (the loss fetched as "loss") /
+    NAME_pir_startup.json, its initial values NAME_pir_init.npz, its losses on the legacy run's batches."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        main.random_seed = startup.random_seed = 52
+        loss, _ = MODELS[name]()
+        optimizer = OPTIMIZERS[name]()
+        optimizer.minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
+        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
+        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
+        (out / f"{stem}.json").unlink()
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    arrays, losses = dict(np.load(out / name / "data.npz")), []
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+        np.savez(out / f"{name}_pir_init.npz", **{key: np.array(scope.var(key).get_tensor()) for key in names})
+        for step in range(STEPS):
+            feed = padded(arrays, range(step * BATCH, (step + 1) * BATCH))
+            losses.append(float(exe.run(main, feed=feed, fetch_list=[loss])[0]))
+            if isinstance(optimizer._learning_rate, paddle.optimizer.lr.LRScheduler):
+                optimizer._learning_rate.step()
+    return losses
+
+
+def main_pir(out: Path) -> None:
+    """The three models trained in PIR static mode on the legacy run's batches: pir_losses.json."""
+    paddle.enable_static()
+    losses = {name: pir_training(out, name) for name in MODELS}
+    (out / "pir_losses.json").write_text(json.dumps(losses, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)
