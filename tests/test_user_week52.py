@@ -271,3 +271,18 @@ def test_paddles_pir_training_programs_train_on_sentences(files, model):
                     8, "--fetch", "loss", "--json", "--log-every", 1, *TRAIN[model])
     losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
     np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
+
+
+def test_an_id_out_of_range_is_named_by_its_sentence_and_token(files, tmp_path):
+    """An id past the vocabulary in a data set of sentences was named by its place in the flat ids: 'holds the id 60
+    (example 101)' of 40 sentences; now by the sentence and its token, before the first step."""
+    folder = files / "textcnn"
+    data = dict(np.load(folder / "data.npz"))
+    offsets = data["ids@LOD0"]
+    data["ids"] = data["ids"].copy()
+    data["ids"][offsets[15] + 3] = 60   # the 16th sentence's 4th token
+    np.savez(tmp_path / "bad.npz", **data)
+    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--data", tmp_path / "bad.npz",
+                    "--batch-size", 8)
+    assert run.returncode == 1 and "array 'ids' holds the id 60 (example 16, token 4), but block 0, op 0 " \
+        "(lookup_table_v2) looks ids up in the 50 rows of 'embedding_0.w_0'" in run.stderr, run.stderr

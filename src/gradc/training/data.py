@@ -185,7 +185,7 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
     if isinstance(data, OneBatch):
         check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
-        check_indices(labels_of or program, data.arrays, data.source, data.item)
+        check_indices(labels_of or program, data.arrays, data.source, data.item, data.sequences)
 
 
 def _rows_per_example(sizes: dict[str, int | None]) -> str:

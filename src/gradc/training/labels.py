@@ -90,15 +90,18 @@ def _smoothed_from(block, index: int, soft: str) -> str | None:
     return None
 
 
-def check_indices(program: Program, arrays: dict, source: str, item: str = "array") -> None:
+def check_indices(program: Program, arrays: dict, source: str, item: str = "array",
+                  sequences: dict | None = None) -> None:
     """Refuse a label outside 0 .. classes-1 (other than the op's ignore_index), or an id outside an embedding's
     rows (other than its padding_idx), in the data's ``arrays``, naming the data, the array (a .csv's column), the
-    value, the example and the class or row count the program gives."""
-    _check_ids(program, arrays, source, item)
+    value, the example and the class or row count the program gives. ``sequences``: the offsets of the arrays whose
+    rows are sequences' (NAME@LOD0), whose row is named as its example's."""
+    _check_ids(program, arrays, source, item, sequences or {})
     for found in classifiers(program):
         if found.classes is None or found.label not in arrays:
             continue
-        bad = out_of_range(arrays[found.label], found.classes, found.ignore_index)
+        bad = _in_example(out_of_range(arrays[found.label], found.classes, found.ignore_index),
+                          (sequences or {}).get(found.label))
         if bad is not None:
             allowed = f"0 to {found.classes - 1}"
             if found.ignore_index is not None:
@@ -108,13 +111,23 @@ def check_indices(program: Program, arrays: dict, source: str, item: str = "arra
                               f"{found.where()} has {found.classes} classes ({dim} of '{found.scores}')", allowed)
 
 
-def label_error(source: str, item: str, label: str, bad: tuple[int, int], classes: str, allowed: str) -> FeedError:
+def label_error(source: str, item: str, label: str, bad: tuple[int, int | str], classes: str,
+                allowed: str) -> FeedError:
     """The one-line refusal of the label ``bad`` (value, example) that ``classes`` (what scores how many) rules out."""
     return FeedError(f"{source}: {item} '{label}' holds the label {bad[0]} (example {bad[1]}), but {classes}: a label "
                      f"is {allowed}")
 
 
-def _check_ids(program: Program, arrays: dict, source: str, item: str) -> None:
+def _in_example(bad: tuple[int, int] | None, offsets) -> tuple[int, int | str] | None:
+    """(value, example) of a bad value found at row ``bad[1]`` (from 1): a sequence's row is named by its example,
+    from 1, and its place in it ("13, token 5")."""
+    if bad is None or offsets is None:
+        return bad
+    example = int(np.searchsorted(offsets, bad[1] - 1, side="right"))
+    return bad[0], f"{example}, token {bad[1] - int(offsets[example - 1])}"
+
+
+def _check_ids(program: Program, arrays: dict, source: str, item: str, sequences: dict) -> None:
     block = program.global_block
     for index, op in enumerate(block.ops):
         ids = op.input("Ids")[0] if op.type in EMBEDDINGS and op.input("Ids") else None
@@ -124,7 +137,7 @@ def _check_ids(program: Program, arrays: dict, source: str, item: str) -> None:
         rows = (getattr(block.find_var(table), "shape", None) or [-1])[0]
         padding = op.attrs.get("padding_idx", -1)
         padding = None if padding == -1 else padding   # -1: Paddle's kNoPadding, so an id of -1 is out of range
-        bad = out_of_range(arrays[ids], rows, padding) if rows > 0 else None
+        bad = _in_example(out_of_range(arrays[ids], rows, padding) if rows > 0 else None, sequences.get(ids))
         if bad is not None:
             beyond = padding is not None and padding >= rows   # a padding id the rows do not already allow
             allowed = f"0 to {rows - 1}" + (f", or {padding} (its padding_idx)" if beyond else "")
