@@ -156,48 +156,33 @@ class Encoder:
             return body
 
     # ------------------------------------------------------------ op
+    def _write_slots(self, parts: list, tag: bytes, slots: dict, starts: dict) -> None:
+        """An op's input (tag 1) or output (tag 2) slots. Most name one argument, written as two cached pieces: the
+        slot's start (its tag and length, the slot's name, the argument's tag), cached by the size of the argument's
+        length and bytes, then those."""
+        names = self._names
+        for slot, args in slots.items():
+            if len(args) == 1:
+                try:
+                    named = names[args[0]]
+                except KeyError:   # a name no var of the program has
+                    named = _cached(names, b"", args[0])
+                size = len(named)
+                if size < 128:
+                    try:
+                        by_size = starts[slot]
+                    except KeyError:
+                        by_size = starts[slot] = [None] * 128
+                    parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
+                    parts.append(named)
+                    continue
+            parts.append(self._slot(tag, slot, args))
+
     def op(self, op: OpDesc) -> bytes:
         """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         parts = []
-        # the slots written out here for inputs and outputs alike, not by a method called twice an op: 1 k
-        # instructions an op. Most slots name one argument, and are written as two cached pieces: the slot's start
-        # (its tag and length, the slot's name, the argument's tag), cached by the size of the argument's length
-        # and bytes, then those.
-        names = self._names
-        starts = self._input_starts
-        for slot, args in op.inputs.items():
-            if len(args) == 1:
-                try:
-                    named = names[args[0]]
-                except KeyError:   # a name no var of the program has
-                    named = _cached(names, b"", args[0])
-                size = len(named)
-                if size < 128:
-                    try:
-                        by_size = starts[slot]
-                    except KeyError:
-                        by_size = starts[slot] = [None] * 128
-                    parts.append(by_size[size] or self._slot_start(b"\x0a", slot, size, by_size))
-                    parts.append(named)
-                    continue
-            parts.append(self._slot(b"\x0a", slot, args))
-        starts = self._output_starts
-        for slot, args in op.outputs.items():
-            if len(args) == 1:
-                try:
-                    named = names[args[0]]
-                except KeyError:   # a name no var of the program has
-                    named = _cached(names, b"", args[0])
-                size = len(named)
-                if size < 128:
-                    try:
-                        by_size = starts[slot]
-                    except KeyError:
-                        by_size = starts[slot] = [None] * 128
-                    parts.append(by_size[size] or self._slot_start(b"\x12", slot, size, by_size))
-                    parts.append(named)
-                    continue
-            parts.append(self._slot(b"\x12", slot, args))
+        self._write_slots(parts, b"\x0a", op.inputs, self._input_starts)
+        self._write_slots(parts, b"\x12", op.outputs, self._output_starts)
         try:
             parts.append(self._types[op.type])
         except KeyError:
