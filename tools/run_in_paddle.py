@@ -156,6 +156,8 @@ def higher(programs: str, save: str | None) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3:   # each mode names a directory (or a program and its meta) after it
+        sys.exit(f"usage: see the docstring of {sys.argv[0]}:\n{__doc__}")
     if sys.argv[1] == "--fixtures":
         sys.exit(fixtures(sys.argv[2], sys.argv[3:]))
     if sys.argv[1] == "--optim":
