@@ -67,6 +67,10 @@ class VarDesc:
 
 
 class OpDesc:
+    """One op: its type, slots of var names, and attributes. Attribute values are values, shared where copying them
+    would cost (a grad op holds its forward op's list-valued attributes, op_callstack among them): change one with
+    set_attr or by assigning a new value, never by editing its list in place."""
+
     __slots__ = ("type", "inputs", "outputs", "attrs", "attr_types", "is_target", "repeated_attrs", "var_attrs")
 
     def __init__(self, type: str, inputs: dict[str, list[str]] | None = None,
