@@ -100,6 +100,27 @@ def test_check_of_losses_and_penalties_against_central_differences(files, model,
     assert result["problems"] == [] and result["vars"] and all(var["ok"] for var in result["vars"])
 
 
+def test_check_of_an_input_on_no_path_to_the_loss_says_it_tested_no_gradient(files):
+    """EWC's penalty alone reads the parameters only: compile --wrt x refuses x, but check --wrt x said a plain "ok" of
+    its zeros (0 both ways) and counted it as a gradient checked. Its row and --json now say it has no path to the
+    loss, and the summary counts only the weight, whose gradient was compared."""
+    folder, penalty = files / "ewc", META["ewc"]["penalty"]
+    refused = gradc_cli("compile", folder / "forward.pb", "-o", folder / "x_grad.pb", "--loss", penalty, "--wrt", "x")
+    assert refused.returncode == 1 and "--wrt: no gradient of x: on no path to the loss" in refused.stderr
+    args = ("check", folder / "forward.pb", "--params", folder / "trained.npz", "--feed", folder / "first.npz",
+            "--loss", penalty, "--wrt", "x", "--wrt", "linear_0.w_0")
+    run = gradc_cli(*args)
+    assert run.returncode == 0, run.stderr
+    x_row, weight_row, summary = run.stdout.splitlines()
+    assert x_row.startswith("x ") and x_row.endswith("0.00e+00  ok (no path to the loss: 0 both ways)")
+    assert weight_row.startswith("linear_0.w_0 ") and weight_row.endswith("  ok")
+    assert summary == (f"1 var(s) checked: compiled gradients agree with central differences (loss {penalty}); x on "
+                       f"no path to the loss (0 both ways: no gradient tested)")
+    x, weight = json.loads(gradc_cli(*args, "--json").stdout)["vars"]
+    assert (x["var"], x["ok"], x["no_path_to_loss"], x["max_abs_error"]) == ("x", True, True, 0.0)
+    assert (weight["var"], weight["ok"], weight["no_path_to_loss"]) == ("linear_0.w_0", True, False)
+
+
 def test_paddles_pir_training_program_trains_to_its_losses(files):
     """The dense autoencoder minimized in PIR static mode: gradc trains Paddle's serialized program from its initial
     values to its 5 PIR losses (the first to 1e-7, the rest as the legacy program's: LOSS_RTOL) (no fault)."""

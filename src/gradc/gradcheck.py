@@ -13,6 +13,7 @@ import numpy as np
 
 from .backward import append_backward, default_loss, no_loss_hint, resolve_loss
 from .backward.names import GradNames
+from .backward.ungraded import without_gradient
 from .central_differences import kinks, numeric_grad, settled
 from .cut_paths import cut_at, detached, reattached
 from .executor import Executor, Scope
@@ -36,6 +37,7 @@ class VarCheck:
     mismatch: Mismatch | None
     directions: int = 0     # compared along that many random directions instead (checked is then 0)
     kinks: list[Kink] = field(default_factory=list)   # elements where the loss has no derivative, not compared
+    no_path_to_loss: bool = False   # the backward gives it no gradient: its zeros agreeing test no gradient
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
@@ -94,7 +96,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         known.update((name, np.array(value, order="C"))
                      for name, value in zip(activations, run(program, fed(), activations, scope())))
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
-    computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
+    unreached = without_gradient(train.global_block, {name: grad_of(name) for name in wrt})
+    computed = [name for name in wrt if name not in unreached]
     analytic = {name: np.zeros(np.shape(values.get(name, known.get(name)))) for name in wrt}
     # an Embedding(sparse=True)'s gradient is a SelectedRows: compared as the table it stands for
     analytic.update(zip(computed, map(as_dense, run(train, fed(), [grad_of(n) for n in computed], scope()))))
@@ -117,8 +120,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     # a var a constant op writes (Normal(0, 1)'s scale) has no gradient in the whole program: a leaf of its own cut
     for name in set(activations) - set(computed) if compiled is None else ():
         alone, grad_alone, _ = _with_backward(cuts[name], None, loss)
-        if alone.global_block.find_var(grad_alone(name)) is not None:
+        if not without_gradient(alone.global_block, {name: grad_alone(name)}):
             analytic[name] = run(alone, fed_for(name), [grad_alone(name)], scope())[0]
+            unreached.remove(name)
 
     def objective_of(name: str):
         def objective() -> float:
@@ -133,7 +137,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         if directions is not None and value.size > directions:
             error, mismatch, at_kinks = along_directions(name, value, analytic[name], objective, eps, rtol, atol,
                                                           directions, rng)
-            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions, at_kinks))
+            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions, at_kinks, name in unreached))
             continue
         indices = np.arange(value.size)
         if max_elements is not None and value.size > max_elements:
@@ -143,7 +147,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         numeric = settled(objective, value, eps, indices, computed, numeric, rtol, atol)
         kinked = kinks(objective, value, eps, indices, computed, numeric, rtol, atol)
         error, mismatch, at_kinks = element_verdict(name, computed, numeric, indices, value.shape, kinked, rtol, atol)
-        checks.append(VarCheck(name, len(indices), value.size, error, mismatch, kinks=at_kinks))
+        checks.append(VarCheck(name, len(indices), value.size, error, mismatch, kinks=at_kinks,
+                               no_path_to_loss=name in unreached))
     return analytic, checks
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .. import registry
 from ..errors import GradcNotice, GradcWarning
@@ -28,6 +28,12 @@ def warn_ungraded(block: Block, graded: Iterable[str], losses: list[str], no_gra
     if cut_off:
         warnings.warn(f"parameters that get no gradient and will not train: {'; '.join(cut_off)}", GradcWarning,
                       stacklevel=3)
+
+
+def without_gradient(block: Block, grads: Mapping[str, str]) -> list[str]:
+    """The vars of ``grads`` (var -> the name of its gradient) whose gradient the backward did not declare: on no
+    path to the loss, or cut by a stop_gradient var; compile --wrt refuses them, check says so of their zeros."""
+    return [name for name, grad in grads.items() if block.find_var(grad) is None]
 
 
 def warn_masks(block: Block, graded: Iterable[str]) -> None:

@@ -124,7 +124,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         m = c.mismatch
-        verdict = ("not compared" if compared_nothing(c) else "ok" if m is None else
+        verdict = ("not compared" if compared_nothing(c) else
+                   ("ok (no path to the loss: 0 both ways)" if c.no_path_to_loss else "ok") if m is None else
                    f"MISMATCH {mismatch_place(m)}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}") + kinks_said(c)
         compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
         click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
@@ -136,6 +137,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
                          f"{mismatch_reasons(prog.global_block, bad, losses)}")
     differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
     unchecked = [c.var for c in checks if compared_nothing(c)]
+    unreached = [c.var for c in checks if c.no_path_to_loss and not compared_nothing(c)]
     said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""
-    click.echo(f"{len(checks) - len(unchecked)} var(s) checked: compiled gradients agree with central differences "
-               f"({differentiated}){said}")
+    said += f"; {', '.join(unreached)} on no path to the loss (0 both ways: no gradient tested)" if unreached else ""
+    click.echo(f"{len(checks) - len(unchecked) - len(unreached)} var(s) checked: compiled gradients agree with "
+               f"central differences ({differentiated}){said}")

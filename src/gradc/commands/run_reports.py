@@ -83,7 +83,7 @@ def checked_document(program: str, losses: list[str], checks, rtol: float, atol:
         m = c.mismatch
         record = {"var": c.var, "size": c.size, "checked": c.checked, "directions": c.directions,
                   "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None,
-                  "compared_nothing": compared_nothing(c),
+                  "compared_nothing": compared_nothing(c), "no_path_to_loss": c.no_path_to_loss,
                   "kinks": [{"index": None if k.direction is not None else list(k.index), "direction": k.direction,
                              "compiled": number(k.compiled), "left": number(k.left), "right": number(k.right)}
                             for k in c.kinks]}
