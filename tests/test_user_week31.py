@@ -111,7 +111,8 @@ def test_check_of_a_constants_output_gives_its_gradient(files):
 def test_check_of_an_integer_var_is_one_error_line(files):
     """Before, `check --wrt '*'` of the VAE perturbed the int32 shape its randn reads ([8, 3] to [7, 3]) and failed in
     the elementwise_mul with "cannot broadcast shapes [8, 3] and [7, 3]"; now a glob takes float vars only and an
-    integer var named is refused: 39 of the 40 float vars agree, x differs by its label path."""
+    integer var named is refused: 39 of the 40 float vars agree, x differs by its label path; of the 39, the constant
+    1.0 no op reads (fill_constant_1.tmp_0) agrees at 0 both ways, said to have no path to the loss."""
     done = gradc_cli("check", files / "vae_forward.pb", "--feed", files / "vae_feed.npz", "--params",
                      files / "vae_init.npz", "--wrt", "shape_0.tmp_0")
     assert (done.returncode, done.stdout) == (1, "")
@@ -119,7 +120,9 @@ def test_check_of_an_integer_var_is_one_error_line(files):
                            "in Python)\n")
     every = gradc_cli("check", files / "vae_forward.pb", "--feed", files / "vae_feed.npz", "--params",
                       files / "vae_init.npz", "--wrt", "*", "--max-elements", "4")
-    assert "shape_0.tmp_0" not in every.stdout and every.stdout.count(" ok\n") == 39
+    assert "shape_0.tmp_0" not in every.stdout and every.stdout.count(" ok\n") == 38
+    (unreached,) = [row for row in every.stdout.splitlines() if row.endswith("ok (no path to the loss: 0 both ways)")]
+    assert unreached.startswith("fill_constant_1.tmp_0 ")
     assert "differ from central differences for x;" in every.stderr   # the BCE's label, as above
 
 

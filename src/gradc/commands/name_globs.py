@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 import warnings
 
-from ..backward.ungraded import without_gradient
 from ..errors import GradcError, GradcWarning
 from ..ir import DIFFERENTIABLE_DTYPES, Program
 
@@ -47,6 +46,7 @@ def input_gradients(program: Program, grads: dict[str, str]) -> list[tuple[str, 
     """(var, its gradient) of each --wrt var, ``grads`` naming the gradients (``x@GRAD``, or ``x@GRAD@2`` where the
     program holds a gradient of x already: an Eikonal loss's); one on no path to the loss is an error, as nothing
     could be fetched."""
+    from ..backward.ungraded import without_gradient  # here: run's --fetch globs need no backward
     missing = without_gradient(program.global_block, grads)
     if missing:
         raise GradcError(f"--wrt: no gradient of {', '.join(missing)}: on no path to the loss, or cut by a var the "
