@@ -255,6 +255,14 @@ def definition_check(type: str) -> Callable[[OpDesc], str | None]:
     return _no_problem if opdef is None else opdef.definition_check
 
 
+class DefinitionChecks(dict):
+    """op type -> definition_check(type), each type looked up once: for a loop over every op of a program."""
+
+    def __missing__(self, type: str) -> Callable[[OpDesc], str | None]:
+        check = self[type] = definition_check(type)
+        return check
+
+
 def _no_problem(op: OpDesc) -> None:
     """An op gradc has no definition of: nothing to check it against."""
     return None

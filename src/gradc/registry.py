@@ -20,11 +20,11 @@ from .ir import grad_name
 from .makers import NO_GRAD, GradContext, GradMaker, GradOp, grad_op, missing_grad_error
 from .opdef import (
     OPS,
+    DefinitionChecks,
     OpDef,
     Slot,
     attr_default,
     attr_type_problem,
-    definition_check,
     definition_problem,
     get,
     make_op,
@@ -37,7 +37,7 @@ from .opdef import (
 )
 
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default",
-           "attr_type_problem", "defgrad", "definition_check", "definition_problem",
+           "DefinitionChecks", "attr_type_problem", "defgrad", "definition_problem",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
            "sub_blocks_run",
            "slot_problem", "typed", "unsupported_setting"]

@@ -8,7 +8,7 @@ carried with its inferred shape, and so is every output whose declaration Paddle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from . import registry
 from .errors import ProgramError, op_location
@@ -30,13 +30,10 @@ def _definition_problems(block, idx: int, op) -> Iterator[str]:
 def check_definitions(program: Program) -> None:
     """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
     the executor assume before they read an op. A loop, not a generator per op: a backward checks thousands."""
-    checks: dict[str, Callable] = {}   # op type -> registry.definition_check(type), looked up once a type
+    checks = registry.DefinitionChecks()
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
-            check = checks.get(op.type)
-            if check is None:
-                check = checks[op.type] = registry.definition_check(op.type)
-            problem = check(op)
+            problem = checks[op.type](op)
             if problem:
                 raise ProgramError(f"{op_location(block.idx, idx, op.type)}: {problem}")
 
@@ -97,7 +94,7 @@ def check_shapes(program: Program) -> None:
 def shape_problems(program: Program) -> Iterator[str]:
     """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
     is broken)."""
-    checks: dict[str, Callable] = {}   # op type -> registry.definition_check(type), as check_definitions keeps them
+    checks = registry.DefinitionChecks()
     # the outer vars a while body writes change shape from one iteration to the next (a growing cache, a condition
     # a broadcast makes [1]) while Paddle declares them as the loop starts: the body's shapes read their dims unknown
     carried = loop_outer_writes(program)
@@ -105,10 +102,7 @@ def shape_problems(program: Program) -> Iterator[str]:
         complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
         reshaped = _Reshaped(block, carried.get(block.idx, frozenset()))
         for idx, op in enumerate(block.ops):
-            check = checks.get(op.type)
-            if check is None:
-                check = checks[op.type] = registry.definition_check(op.type)
-            if check(op):
+            if checks[op.type](op):
                 yield from _definition_problems(block, idx, op)
                 continue
             try:
