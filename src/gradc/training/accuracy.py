@@ -76,10 +76,16 @@ def class_f1(matrix: np.ndarray) -> dict:
     present = (labelled + predicted) > 0
     precision = np.divide(hits, predicted, out=np.zeros(len(hits)), where=predicted > 0)[present]
     recall = np.divide(hits, labelled, out=np.zeros(len(hits)), where=labelled > 0)[present]
-    f1 = [float(2 * hit / total) if total else None for hit, total in zip(hits, labelled + predicted)]
-    scores = [value for value in f1 if value is not None]
-    means = [float(np.mean(values)) if len(values) else 0.0 for values in (precision, recall, scores)]
-    return {**dict(zip(CLASS_F1_KEYS, means)), "class_f1": f1}
+    f1 = f1_scores(hits, predicted - hits, labelled - hits)
+    means = [float(np.mean(values)) if len(values) else 0.0 for values in (precision, recall, f1[present])]
+    return {**dict(zip(CLASS_F1_KEYS, means)),
+            "class_f1": [float(value) if shown else None for value, shown in zip(f1, present)]}
+
+
+def f1_scores(hits, false_alarms, misses):
+    """2 TP / (2 TP + FP + FN), the harmonic mean of precision and recall; 0 where it is 0 / 0."""
+    below = 2 * hits + false_alarms + misses
+    return np.divide(2 * hits, below, out=np.zeros_like(below, dtype=np.float64), where=below > 0)
 
 
 def counted_positions(mask, labels_shape: Sequence[int]) -> np.ndarray | None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
+from .accuracy import f1_scores
 from .labels import label_source
 
 # op type -> (the scores' slot, the threshold a score is a yes above)
@@ -78,15 +79,10 @@ class MultiLabelTally:
         if self.counts is None:
             return {}
         hits, false_alarms, misses = self.counts.astype(np.float64)
-        label_f1 = _f1(hits, false_alarms, misses)
+        label_f1 = f1_scores(hits, false_alarms, misses)
         tp, fp, fn = hits.sum(), false_alarms.sum(), misses.sum()
         return {"micro_precision": float(tp / (tp + fp)) if tp + fp else 0.0,
                 "micro_recall": float(tp / (tp + fn)) if tp + fn else 0.0,
-                "micro_f1": float(_f1(tp, fp, fn)), "macro_f1": float(label_f1.mean()),
+                "micro_f1": float(f1_scores(tp, fp, fn)), "macro_f1": float(label_f1.mean()),
                 "exact_match": self.exact / self.rows, "label_f1": label_f1.tolist()}
 
-
-def _f1(hits, false_alarms, misses):
-    """2 TP / (2 TP + FP + FN), the harmonic mean of precision and recall; 0 where it is 0 / 0."""
-    below = 2 * hits + false_alarms + misses
-    return np.divide(2 * hits, below, out=np.zeros_like(below, dtype=np.float64), where=below > 0)
