@@ -74,7 +74,8 @@ def _average_precision(scores: np.ndarray, positive: np.ndarray) -> float:
     """sum over the distinct scores, highest first, of precision x the recall they add (tied examples together)."""
     order = np.argsort(-scores, kind="stable")
     ranked, hits = scores[order], positive[order]
-    last_of_tie = np.r_[np.flatnonzero(np.diff(ranked)), ranked.size - 1]
+    # compared, not subtracted: two infinite scores are a tie (inf - inf is NaN, which would split them)
+    last_of_tie = np.r_[np.flatnonzero(ranked[1:] != ranked[:-1]), ranked.size - 1]
     true_positives = np.cumsum(hits)[last_of_tie]
     precision = true_positives / (last_of_tie + 1.0)
     recall_added = np.diff(np.r_[0, true_positives]) / hits.sum()
