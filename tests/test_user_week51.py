@@ -280,6 +280,14 @@ def test_per_example_refuses_what_it_cannot_split(files, tmp_path, case, message
     assert run.returncode in (1, 2) and message in run.stderr and run.stderr.count("\n") == 1, run.stderr
 
 
+def test_per_example_of_a_feed_of_no_example_is_one_error_line(files, tmp_path):
+    """A feed of 0 rows gave no run to stack: 'internal error: ValueError: need at least one array to stack'."""
+    np.savez(tmp_path / "empty.npz", x=np.load(files / "fisher_data.npz")["x"][:0])
+    run = gradc_cli("run", files / "loglik.pb", "--params", files / "dense" / "trained.npz", "--feed",
+                    tmp_path / "empty.npz", "--fetch", "linear_*.?_0@GRAD", "--per-example")
+    assert run.returncode == 1 and run.stderr == "gradc: error: --per-example: the feed holds no example (x: 0 rows)\n"
+
+
 def test_gradcs_own_gradient_penalty_trains_to_paddles_and_fetch_lists_nest_as_paddles(files):
     """The penalty written with gradc's Python API on the autoencoder's program before Paddle's gradients (plain.pb):
     gradc.gradients of the error with respect to x, the squared norm's mean by ProgramBuilder.op, gradc.minimize with

@@ -33,5 +33,7 @@ def per_example_feeds(prog, feeds: dict) -> list[dict]:
         raise GradcError("--per-example: the fed arrays hold different numbers of examples (" +
                          ", ".join(f"{name} {count}" for name, count in rows.items()) + ")")
     count = next(iter(rows.values()))
+    if not count:   # no run: nothing to stack
+        raise GradcError(f"--per-example: the feed holds no example ({', '.join(rows)}: 0 rows)")
     return [{name: value[index:index + 1] if name in rows else value for name, value in feeds.items()}
             for index in range(count)]
