@@ -146,7 +146,8 @@ def test_compiled_program_is_paddles_op_for_op(files, case, tmp_path):
 
 def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
     """--no-clip without clipping, a glob matching no parameter, a parameter given two decays, a NaN decay or an
-    infinite rate (every weight NaN at the first update), a LookAhead alpha above 1: one line each, nothing written."""
+    infinite rate (every weight NaN at the first update; --opt's 1e999 compiled, an inf rate), a LookAhead alpha
+    above 1: one line each, nothing written."""
     forward, out = files / "attrs" / "forward.pb", tmp_path / "x.pb"
     cases = {("--optimizer", "sgd", "--no-clip", "linear_1.b_0"): "--no-clip: only with --clip-global-norm",
              ("--optimizer", "sgd", "--clip-norm", "1", "--no-clip", "linear_9*"):
@@ -157,6 +158,10 @@ def test_per_parameter_options_refuse_what_they_cannot_mean(files, tmp_path):
              ("--optimizer", "sgd", "--param-l1", "linear_0.w_0"): "--param-l1 takes GLOB=C",
              ("--optimizer", "sgd", "--param-l2", "*.w_0=nan"): "--param-l2 takes GLOB=C (a finite number), not",
              ("--optimizer", "sgd", "--param-lr", "*.w_0=inf"): "--param-lr takes GLOB=RATE (a finite number), not",
+             ("--optimizer", "adam", "--opt", "learning_rate=1e999"):
+                 "--opt learning_rate=1e999: 1e999 is not a finite number",
+             ("--optimizer", "adamw", "--opt", "weight_decay=-1e999"):
+                 "--opt weight_decay=-1e999: -1e999 is not a finite number",
              ("--optimizer", "adam", "--lookahead", "2,1.5"): "--lookahead takes K[,ALPHA]: K >= 1 steps",
              ("--lookahead", "2"): "--lookahead: only with --optimizer"}
     for options, message in cases.items():

@@ -131,9 +131,13 @@ def _argument(text: str) -> tuple[str, object]:
     if not equals or not key.strip():
         raise GradcError(f"--opt takes KEY=VALUE, not '{text}'")
     try:
-        return key.strip(), ast.literal_eval(value.strip())
+        parsed = ast.literal_eval(value.strip())
     except (SyntaxError, ValueError):
         return key.strip(), value.strip()   # a bare word is a string
+    numbers = parsed if isinstance(parsed, (list, tuple)) else [parsed]
+    if any(isinstance(number, float) and not math.isfinite(number) for number in numbers):   # 1e999 reads as inf
+        raise GradcError(f"--opt {text}: {value.strip()} is not a finite number")
+    return key.strip(), parsed
 
 
 def glob_specs(flag: str, specs, names: list[str], parse, form: str, subject: str, unknown: str = ""):
