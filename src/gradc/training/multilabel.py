@@ -42,15 +42,18 @@ def find_multilabel(program: Program, names) -> MultiLabel | None:
 
 def of_output(program: Program, scores: str, label: str, labels) -> MultiLabel | None:
     """A model without a loss op (an export) whose output ``scores`` the data's ``labels`` label one for one (multi-hot
-    [N, C] of its shape, float or of several columns: not class indices): scored as multi-label, at 0.5 when a
-    sigmoid writes the output (probabilities), else at 0 (logits)."""
+    [N, C] of its shape, float or of several columns: not class indices; each from 0 to 1: not a regression's targets):
+    scored as multi-label, at 0.5 when a sigmoid writes the output (probabilities), else at 0 (logits)."""
     declared = list(getattr(program.global_block.find_var(scores), "shape", None) or [])
     shape = np.shape(labels)
     if len(declared) < 2 or len(shape) != len(declared) or any(0 <= want != got for want, got in
                                                                zip(declared[1:], shape[1:])):
         return None
-    if np.asarray(labels).dtype.kind != "f" and shape[-1] < 2:
+    labels = np.asarray(labels)
+    if labels.dtype.kind != "f" and shape[-1] < 2:
         return None   # [N, 1] integer labels of one score: class indices
+    if labels.size and (labels.min() < 0 or labels.max() > 1):
+        return None   # values past 0 and 1 (a regression's targets): no yes/no labels
     sigmoid = any(op.type == "sigmoid" and scores in op.output("Out") for op in program.global_block.ops)
     return MultiLabel(scores, label, 0.5 if sigmoid else 0.0)
 
