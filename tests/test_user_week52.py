@@ -240,6 +240,17 @@ def test_an_exported_regression_is_not_scored_as_multi_label(tmp_path):
     assert "'y' (float32, 30 values) does not label the rows of class scores 'pred' [30, 1]" in run.stderr
 
 
+def test_f1_asked_of_a_multi_label_model_says_its_f1_comes_without_it(files):
+    """--f1 of the fastText tagger said 'the program has no cross-entropy op whose labels the data holds', as if no
+    F1 could be had; its multi-label scores, F1s among them, are reported without the option."""
+    folder = files / "fasttext"
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                    folder / "data.npz", "--f1")
+    assert run.returncode == 1 and run.stderr.count("\n") == 1, run.stderr
+    assert (f"--f1 is a single-label classifier's F1 of each class; the multi-label loss of "
+            f"'{META['fasttext']['logits']}' is scored without it (micro_f1, macro_f1") in run.stderr
+
+
 def _host_class_f1(logits: np.ndarray, labels: np.ndarray) -> dict:
     """Host-side macro precision, recall and F1 of the best-scored class, over the classes labelled or predicted."""
     predicted, labels = logits.argmax(1), labels.reshape(-1)

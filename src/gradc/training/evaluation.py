@@ -74,12 +74,16 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if miou or f1 or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
         _find_scores(result, forward, names, label)
         result.topk = sorted(set(topk)) if result.scores else []
+        result.multilabel = None if result.scores else find_multilabel(forward, names)
+        if f1 and not miou and result.multilabel:   # its F1s come without --f1, which is a single-label model's
+            raise GradcError(f"evaluation: --f1 is a single-label classifier's F1 of each class; the multi-label "
+                             f"loss of '{result.multilabel.scores}' is scored without it (micro_f1, macro_f1 and "
+                             f"each label's label_f1)")
         if (miou or f1) and not result.scores:
             raise GradcError(f"evaluation: the {'mIoU' if miou else 'F1 of each class'} needs class scores and "
                              "labels: the program has no cross-entropy op whose labels the data holds, nor one output "
                              "of rank 2 or more (name the labels with --label NAME)")
         result.miou, result.f1 = miou, f1
-        result.multilabel = None if result.scores else find_multilabel(forward, names)
     if recall:
         check_towers(forward, recall)
         result.recall, result.recall_at = recall, sorted(set(topk or [1]))
