@@ -167,3 +167,22 @@ def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_
     with pytest.warns(GradcNotice, match=f"the loss '{loss}' needs 't', which the data does not hold"):
         result = gradc.evaluate(net.program, data, ranking=f"{scores},next")
     assert result["unfed_losses"] == {loss: "t"} and result["hit@1"] == np.mean(np.argmax(data["x"], 1) == [0, 1, 2, 3])
+
+
+def test_an_exported_regression_is_not_scored_as_multi_label(tmp_path):
+    """An export's [N, 1] output and float targets of its shape beyond 0 and 1 are a regression's, not yes/no labels:
+    refused as before the multi-label scores, where it reported a micro F1 of the targets above 0.5 against the
+    outputs above 0."""
+    net = ProgramBuilder(seed=3)
+    prediction = net.fc(net.data("x", [-1, 4]), 1)
+    gradc.save(net.program, tmp_path / "reg.pb")
+    gradc.save(net.startup, tmp_path / "reg.startup.pb")
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "reg.npz", x=rng.normal(size=(30, 4)).astype(np.float32),
+             y=rng.normal(size=(30, 1)).astype(np.float32))
+    assert gradc_cli("export", tmp_path / "reg.pb", "--startup", tmp_path / "reg.startup.pb", "-o", tmp_path / "reg",
+                     "--input", "x", "--fetch", f"{prediction}=pred").returncode == 0
+    run = gradc_cli("evaluate", tmp_path / "reg.pdmodel", "--params", tmp_path / "reg.pdiparams", "--data",
+                    tmp_path / "reg.npz", "--json")
+    assert run.returncode == 1 and run.stdout == "", run.stdout
+    assert "'y' (float32, 30 values) does not label the rows of class scores 'pred' [30, 1]" in run.stderr

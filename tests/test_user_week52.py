@@ -219,27 +219,6 @@ def test_an_exported_sigmoid_output_is_scored_at_one_half(tmp_path):
     assert result["macro_f1"] == pytest.approx(expected["macro_f1"])
 
 
-def test_an_exported_regression_is_not_scored_as_multi_label(tmp_path):
-    """An export's [N, 1] output and float targets of its shape beyond 0 and 1 are a regression's, not yes/no labels:
-    refused as before the multi-label scores, where it reported a micro F1 of the targets above 0.5 against the
-    outputs above 0."""
-    import gradc
-
-    net = gradc.ProgramBuilder(seed=3)
-    prediction = net.fc(net.data("x", [-1, 4]), 1)
-    gradc.save(net.program, tmp_path / "reg.pb")
-    gradc.save(net.startup, tmp_path / "reg.startup.pb")
-    rng = np.random.default_rng(0)
-    np.savez(tmp_path / "reg.npz", x=rng.normal(size=(30, 4)).astype(np.float32),
-             y=rng.normal(size=(30, 1)).astype(np.float32))
-    assert gradc_cli("export", tmp_path / "reg.pb", "--startup", tmp_path / "reg.startup.pb", "-o", tmp_path / "reg",
-                     "--input", "x", "--fetch", f"{prediction}=pred").returncode == 0
-    run = gradc_cli("evaluate", tmp_path / "reg.pdmodel", "--params", tmp_path / "reg.pdiparams", "--data",
-                    tmp_path / "reg.npz", "--json")
-    assert run.returncode == 1 and run.stdout == "", run.stdout
-    assert "'y' (float32, 30 values) does not label the rows of class scores 'pred' [30, 1]" in run.stderr
-
-
 def test_f1_asked_of_a_multi_label_model_says_its_f1_comes_without_it(files):
     """--f1 of the fastText tagger said 'the program has no cross-entropy op whose labels the data holds', as if no
     F1 could be had; its multi-label scores, F1s among them, are reported without the option."""
