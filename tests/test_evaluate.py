@@ -186,3 +186,28 @@ def test_an_exported_regression_is_not_scored_as_multi_label(tmp_path):
                     tmp_path / "reg.npz", "--json")
     assert run.returncode == 1 and run.stdout == "", run.stdout
     assert "'y' (float32, 30 values) does not label the rows of class scores 'pred' [30, 1]" in run.stderr
+
+
+def test_a_binary_classifiers_squeezed_logits_are_one_label_an_example(tmp_path):
+    """F.binary_cross_entropy_with_logits of logits [N] (squeezed) against labels [N]: each example one yes/no label.
+    The batch's N was taken for N labels of one example: a last batch of another size failed ('operands could not
+    be broadcast together with shapes (3,8) (3,6)'), and exact_match and macro_f1 changed with the batch size."""
+    net = ProgramBuilder(seed=3)
+    x, y = net.data("x", [-1, 4]), net.data("y", [-1], "float32")
+    logit = net.op("reshape2", {"X": net.fc(x, 1)}, {"shape": [-1]})[0]
+    net.op("reduce_mean", {"X": net.op("sigmoid_cross_entropy_with_logits", {"X": logit, "Label": y})[0]},
+           {"reduce_all": True})
+    rng = np.random.default_rng(0)
+    data = {"x": rng.normal(size=(30, 4)).astype(np.float32), "y": (rng.random(30) > 0.5).astype(np.float32)}
+    scope = gradc.Scope()
+    gradc.Executor().run(net.startup, scope=scope)
+    params = {name: scope.find(name) for name in ("fc_0.w_0", "fc_0.b_0")}
+    np.savez(tmp_path / "params.npz", **params)
+    predicted = (data["x"] @ params["fc_0.w_0"] + params["fc_0.b_0"]).reshape(-1) > 0
+    truth = data["y"] > 0.5
+    hits = np.sum(predicted & truth)
+    for batch_size in (8, 30):
+        result = gradc.evaluate(net.program, data, tmp_path / "params.npz", batch_size=batch_size)
+        assert result["exact_match"] == pytest.approx(np.mean(predicted == truth))
+        assert result["micro_f1"] == result["macro_f1"] == pytest.approx(2 * hits / (predicted.sum() + truth.sum()))
+        assert len(result["label_f1"]) == 1

@@ -69,7 +69,7 @@ class MultiLabelTally:
         if scores.size != labels.size or not scores.ndim:
             raise GradcError(f"{source}: the labels '{self.found.label}' {list(labels.shape)} do not label the scores "
                              f"'{self.found.scores}' {list(scores.shape)} one to one")
-        columns = scores.shape[-1]
+        columns = scores.shape[-1] if scores.ndim > 1 else 1   # logits [N] (squeezed): one label an example
         predicted = scores.reshape(-1, columns) > self.found.threshold
         truth = labels.reshape(-1, columns) > 0.5   # soft labels: the side of 0.5 they are on
         counts = np.stack([(predicted & truth).sum(0), (predicted & ~truth).sum(0), (~predicted & truth).sum(0)])
