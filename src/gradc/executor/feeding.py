@@ -69,7 +69,8 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         var = block.find_var(name)
         if var is None:
             raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name, feed)}")
-        if lod is not None and _takes_padded(var, value, lod):
+        if lod is not None and _takes_padded(var, value, lod):   # its offsets checked first: they cut the rows
+            checked_lod(lod, np.shape(value)[0], f"feed var '{name}'")
             value, lod = padded_sequences(value, lod[0]), None
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
