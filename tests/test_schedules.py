@@ -2,6 +2,7 @@
 Paddle wrote before each run (lrs.npy of the linear_lr_* fixtures, float32-exact), and training with them
 through the executor API and `gradc train` follows Paddle's training."""
 
+import re
 import subprocess
 import sys
 
@@ -122,6 +123,16 @@ def test_a_lambdas_value_that_is_no_learning_rate_is_refused_by_its_epoch(spec, 
     with pytest.raises(gradc.GradcError) as caught:
         schedules.parse(spec)(3)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("spec, given", [("StepDecay(learning_rate=1e999, step_size=2)", "1e999"),
+                                         ("0.1, -1e999", "0.1, -1e999"), ("1e999", "1e999"),
+                                         ("PiecewiseDecay(boundaries=[2], values=[0.1, 1e999])", "[0.1, 1e999]")])
+def test_a_schedules_number_that_is_not_finite_is_refused(spec, given):
+    """A rate written past the float range (1e999 reads as inf) compiled and trained every weight to NaN, where --lr
+    inf and a lambda's inf are refused."""
+    with pytest.raises(gradc.GradcError, match=re.escape(f"schedule '{spec}': {given} is not a finite number")):
+        schedules.parse(spec)
 
 
 @pytest.mark.parametrize("body", ["-" * 50000 + "e", "+".join(["e"] * 5000)])

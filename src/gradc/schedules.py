@@ -200,7 +200,18 @@ def _call(tree: ast.expr, spec: str = ""):
                     **{kw.arg: _call(kw.value, spec) for kw in tree.keywords})
     if isinstance(tree, ast.Lambda):   # LambdaDecay's lr_lambda, read by gradc, not run
         return EpochFunction(tree, ast.get_source_segment(spec, tree) or ast.unparse(tree))
-    return ast.literal_eval(tree)
+    return _finite_literal(tree, spec)
+
+
+def _finite_literal(tree: ast.expr, spec: str):
+    """The literal's value, refused where it is or holds a number that is not finite (1e999 reads as inf): such a
+    rate makes every weight NaN at its update."""
+    value = ast.literal_eval(tree)
+    if any(isinstance(number, float) and not math.isfinite(number)
+           for number in (value if isinstance(value, (list, tuple)) else [value])):
+        raise GradcError(f"the learning-rate schedule '{spec}': {ast.get_source_segment(spec, tree) or value} is not "
+                         f"a finite number")
+    return value
 
 
 def parse(spec: str) -> Schedule:
@@ -218,7 +229,7 @@ def parse(spec: str) -> Schedule:
             meant = _did_you_mean(tree.id, [*SCHEDULES, "cosine", "linear", "step"])
             raise GradcError(f"cannot read the learning-rate schedule '{spec}'{meant}: give values (0.1,0.05) or "
                              f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)")
-        values = ast.literal_eval(tree)
+        values = _finite_literal(tree, spec.strip())
         return Values(list(values) if isinstance(values, (tuple, list)) else [values])
     except (RecursionError, MemoryError):   # Python's parser refuses an expression nested this deep
         raise GradcError(f"cannot read the learning-rate schedule of {len(spec)} characters: its expression is "
