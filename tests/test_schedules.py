@@ -163,3 +163,11 @@ def test_a_lambdas_round_of_an_integer_to_far_left_digits_does_not_hang():
               "print(schedules.parse('LambdaDecay(0.1, lambda e: round(5 * e, -int(1e9)) + round(e, 1))')(3))")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and float(run.stdout) == pytest.approx(0.3), run.stderr[-300:]
+
+
+@pytest.mark.parametrize("rate", ["inf", "nan", "1e999"])
+def test_train_refuses_a_rate_that_is_not_finite_naming_lr(tmp_path, rate):
+    """train --lr inf said "cannot read the learning-rate schedule 'inf'", of an option not given."""
+    run = gradc_cli("train", tmp_path / "t.pb", "--feed", tmp_path / "f.npz", "--lr", rate)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert f"Invalid value for '--lr': '{float(rate)}' is not a finite number" in run.stderr

@@ -129,6 +129,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if data is None and feed is None:
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if lr is not None:   # compile takes --lr, so a user gives train one too
+        if not np.isfinite(lr):   # FloatRange lets inf and nan through, which the schedule would read as names
+            raise click.BadParameter(f"'{lr}' is not a finite number", param_hint="'--lr'")
         if lr_schedule:
             raise click.UsageError("give --lr (one rate) or --lr-schedule (a rate per step), not both")
         lr_schedule = repr(lr)
