@@ -211,3 +211,28 @@ def test_a_binary_classifiers_squeezed_logits_are_one_label_an_example(tmp_path)
         assert result["exact_match"] == pytest.approx(np.mean(predicted == truth))
         assert result["micro_f1"] == result["macro_f1"] == pytest.approx(2 * hits / (predicted.sum() + truth.sum()))
         assert len(result["label_f1"]) == 1
+
+
+def test_multi_label_scores_leave_out_the_labels_the_loss_ignores(tmp_path):
+    """sigmoid_cross_entropy_with_logits leaves out a label equal to its ignore_index (-100): the loss does not count
+    it, and nor do the multi-label scores, which counted it a 'no' (a false alarm where the logit was above 0)."""
+    net = ProgramBuilder(seed=3)
+    x, tags = net.data("x", [-1, 4]), net.data("tags", [-1, 3], "float32")
+    logits = net.fc(x, 3)
+    net.op("reduce_mean", {"X": net.op("sigmoid_cross_entropy_with_logits", {"X": logits, "Label": tags})[0]},
+           {"reduce_all": True})
+    rng = np.random.default_rng(1)
+    data = {"x": rng.normal(size=(40, 4)).astype(np.float32),
+            "tags": np.where(rng.random((40, 3)) < 0.3, -100, rng.random((40, 3)) > 0.5).astype(np.float32)}
+    scope = gradc.Scope()
+    gradc.Executor().run(net.startup, scope=scope)
+    np.savez(tmp_path / "params.npz", **{name: scope.find(name) for name in ("fc_0.w_0", "fc_0.b_0")})
+    kept = data["tags"] != -100
+    predicted = (data["x"] @ scope.find("fc_0.w_0") + scope.find("fc_0.b_0") > 0) & kept
+    truth = (data["tags"] > 0.5) & kept
+    hits, alarms, misses = (np.sum(a & b) for a, b in ((predicted, truth), (predicted, ~truth), (~predicted, truth)))
+    result = gradc.evaluate(net.program, data, tmp_path / "params.npz", batch_size=16)
+    assert result["micro_precision"] == pytest.approx(hits / (hits + alarms))
+    assert result["micro_recall"] == pytest.approx(hits / (hits + misses))
+    # an example whose every label is ignored is no example of the match
+    assert result["exact_match"] == pytest.approx(np.mean((predicted == truth).all(axis=1)[kept.any(axis=1)]))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import registry
 from ..errors import GradcError
 from ..ir import Program
 from .accuracy import f1_scores
@@ -26,6 +27,7 @@ class MultiLabel:
     scores: str        # logits or probabilities [N, C], a label a column
     label: str         # the data's array of 0/1 labels
     threshold: float
+    ignore_index: int | None = None   # a label the loss leaves out (sigmoid_cross_entropy_with_logits': -100)
 
 
 def find_multilabel(program: Program, names) -> MultiLabel | None:
@@ -36,7 +38,8 @@ def find_multilabel(program: Program, names) -> MultiLabel | None:
         if slot and op.input("Label") and op.input(slot):
             label = label_source(block, index, op.input("Label")[0])
             if label in names:
-                return MultiLabel(op.input(slot)[0], label, threshold)
+                ignored = op.attrs.get("ignore_index", registry.get(op.type).attrs.get("ignore_index"))
+                return MultiLabel(op.input(slot)[0], label, threshold, ignored)
     return None
 
 
@@ -70,12 +73,17 @@ class MultiLabelTally:
             raise GradcError(f"{source}: the labels '{self.found.label}' {list(labels.shape)} do not label the scores "
                              f"'{self.found.scores}' {list(scores.shape)} one to one")
         columns = scores.shape[-1] if scores.ndim > 1 else 1   # logits [N] (squeezed): one label an example
-        predicted = scores.reshape(-1, columns) > self.found.threshold
-        truth = labels.reshape(-1, columns) > 0.5   # soft labels: the side of 0.5 they are on
+        labels = labels.reshape(-1, columns)
+        # the labels the loss counts: not its ignore_index (compared truncated, as Paddle's kernel does)
+        kept = np.ones(labels.shape, bool) if self.found.ignore_index is None else \
+            labels.astype(np.int64) != self.found.ignore_index
+        predicted = (scores.reshape(-1, columns) > self.found.threshold) & kept
+        truth = (labels > 0.5) & kept   # soft labels: the side of 0.5 they are on
         counts = np.stack([(predicted & truth).sum(0), (predicted & ~truth).sum(0), (~predicted & truth).sum(0)])
         self.counts = counts if self.counts is None else self.counts + counts
-        self.exact += int((predicted == truth).all(axis=1).sum())
-        self.rows += len(predicted)
+        counted = kept.any(axis=1)   # an example whose every label is left out has no match to count
+        self.exact += int(((predicted == truth).all(axis=1) & counted).sum())
+        self.rows += int(counted.sum())
 
     def results(self) -> dict:
         """{KEYS..., "label_f1": each label's F1}; nothing for an empty set."""
@@ -87,5 +95,5 @@ class MultiLabelTally:
         return {"micro_precision": float(tp / (tp + fp)) if tp + fp else 0.0,
                 "micro_recall": float(tp / (tp + fn)) if tp + fn else 0.0,
                 "micro_f1": float(f1_scores(tp, fp, fn)), "macro_f1": float(label_f1.mean()),
-                "exact_match": self.exact / self.rows, "label_f1": label_f1.tolist()}
+                "exact_match": self.exact / self.rows if self.rows else 0.0, "label_f1": label_f1.tolist()}
 
