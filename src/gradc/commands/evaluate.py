@@ -4,6 +4,7 @@ accuracy as Paddle's Model.evaluate reports them; thin over gradc.training.evalu
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import click
@@ -16,9 +17,16 @@ from ..io.arrays import read_npz
 from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
+from ..training.multilabel import ThresholdError
 from .eval_options import metric_options
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
+
+
+def _finite(ctx, param, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value}: give a finite number")
+    return value
 
 
 @click.command()
@@ -43,6 +51,11 @@ from .run import STRICT_PARAMS
               "Repeatable.")
 @metric_options(("1",), "Accuracy counts an example right when its label is among the K best-scored classes. "
                 "Repeatable.")
+@click.option("--threshold", type=float, metavar="T", callback=_finite,
+              help="A multi-label model's label is a yes where its score is above T, in the scores' terms: a "
+              "probability strictly between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
+              "(sigmoid_cross_entropy_with_logits's input). Default 0.5 for probabilities, 0 for logits (the same "
+              "cut: sigmoid(0) = 0.5).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
@@ -50,7 +63,7 @@ from .run import STRICT_PARAMS
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, f1, recall, ranking, roc, topk, seed, train_mode, as_json, strict_params):
+             miou, f1, recall, ranking, roc, topk, threshold, seed, train_mode, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
@@ -60,10 +73,13 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
         data = Dataset.load(data, "data", prog, others=True,
                             fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
-    results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=list(losses),
-                               label=label, topk=topk, strict=strict_params, seed=seed, ignore_index=ignore_index,
-                               miou=miou, f1=f1, mask=mask, recall=recall, test_mode=not train_mode,
-                               ranking=ranking, roc=roc)
+    try:
+        results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches,
+                                   loss=list(losses), label=label, topk=topk, strict=strict_params, seed=seed,
+                                   ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
+                                   test_mode=not train_mode, ranking=ranking, roc=roc, threshold=threshold)
+    except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
+        raise click.UsageError(str(exc)) from None
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)
     if asked and recall is None and ranking is None and roc is None and not accuracy:

@@ -32,7 +32,7 @@ from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .history import default_fetch
 from .labels import classifiers
-from .multilabel import find_multilabel
+from .multilabel import at_threshold, find_multilabel
 from .programs import forward_part, missing_inputs, prune
 from .ranking import check_ranking, parse_ranking
 from .retrieval import check_towers, parse_pair
@@ -197,7 +197,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
-             roc: str | tuple[str, str] | None = None, f1: bool = False) -> dict:
+             roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -208,8 +208,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
-    and "average_precision" of a score an example over the whole set (roc.py). Labels equal to ``ignore_index``
-    (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a length, are left out of both.
+    and "average_precision" of a score an example over the whole set (roc.py). ``threshold``: a multi-label model's
+    label is a yes where its score is above it (default 0.5 for probabilities, 0 for logits; multilabel.py). Labels
+    equal to ``ignore_index`` (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a
+    length, are left out of both.
     The data is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise)
     draw, from the startup programs on, what they draw after paddle.seed(seed). ``test_mode`` False keeps dropout
     dropping and batch norm normalising by the batch, as the program trains."""
@@ -242,6 +244,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,
                evaluated=True)
     fit_labels(program, evaluation, data, mask, ignore_index)
+    if threshold is not None:
+        evaluation.multilabel = at_threshold(evaluation.multilabel, threshold)
     # the auc ops count from zero in an evaluation: a model's file holds no counts
     require_values(evaluation.program, scope, [*evaluation.feeds, *auc_counts(evaluation.program)[0]], params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)

@@ -3,11 +3,13 @@ example is a yes/no decision, a sigmoid cross-entropy's logit above 0 (F.binary_
 bce_loss's probability above 0.5 (F.binary_cross_entropy), against the data's 0/1 labels. Micro precision, recall
 and F1 from the counts summed over every label of every example; macro F1 the mean of each label's F1 (0 for a label
 neither predicted nor present, as scikit-learn counts it); exact_match the share of examples whose every label is
-right (subset accuracy)."""
+right (subset accuracy). A threshold of the user's own (evaluate's ``threshold``) is in the scores' terms: a
+probability in (0, 1), or any finite logit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,29 +19,53 @@ from ..ir import Program
 from .accuracy import f1_scores
 from .labels import label_source
 
-# op type -> (the scores' slot, the threshold a score is a yes above)
-MULTILABEL_LOSSES = {"sigmoid_cross_entropy_with_logits": ("X", 0.0), "bce_loss": ("X", 0.5)}
+# op type -> (the scores' slot, whether they are probabilities rather than logits)
+MULTILABEL_LOSSES = {"sigmoid_cross_entropy_with_logits": ("X", False), "bce_loss": ("X", True)}
 KEYS = ("micro_precision", "micro_recall", "micro_f1", "macro_f1", "exact_match")
+
+
+class ThresholdError(GradcError):
+    """A threshold the scores cannot be cut at (not finite, or a probability's outside (0, 1)), or no scores to cut."""
 
 
 @dataclass(frozen=True)
 class MultiLabel:
-    scores: str        # logits or probabilities [N, C], a label a column
-    label: str         # the data's array of 0/1 labels
-    threshold: float
+    scores: str            # logits or probabilities [N, C], a label a column
+    label: str             # the data's array of 0/1 labels
+    probabilities: bool    # a sigmoid's or bce_loss's scores in (0, 1), else logits
+    threshold: float       # a score is a yes above it: 0.5 for probabilities, 0 for logits unless the user says
     ignore_index: int | None = None   # a label the loss leaves out (sigmoid_cross_entropy_with_logits': -100)
+
+    @classmethod
+    def of(cls, scores: str, label: str, probabilities: bool, ignore_index: int | None = None) -> MultiLabel:
+        return cls(scores, label, probabilities, 0.5 if probabilities else 0.0, ignore_index)
+
+
+def at_threshold(found: MultiLabel | None, threshold: float) -> MultiLabel:
+    """``found`` cut at ``threshold`` instead, which must be finite and, for probabilities, strictly between 0 and 1
+    (at 0 or 1 every label, or none, would be a yes)."""
+    if found is None:
+        raise ThresholdError(f"--threshold {threshold:g}: no multi-label scores to cut (a "
+                             "sigmoid_cross_entropy_with_logits or bce_loss op against the data's 0/1 labels, or an "
+                             "exported model's output the data's multi-hot labels label)")
+    if not math.isfinite(threshold):
+        raise ThresholdError(f"--threshold {threshold}: give a finite number")
+    if found.probabilities and not 0 < threshold < 1:
+        raise ThresholdError(f"--threshold {threshold:g}: the scores '{found.scores}' are probabilities: give a "
+                             "value strictly between 0 and 1")
+    return replace(found, threshold=float(threshold))
 
 
 def find_multilabel(program: Program, names) -> MultiLabel | None:
     """The first multi-label loss of block 0 whose labels are the data's array (of ``names``)."""
     block = program.global_block
     for index, op in enumerate(block.ops):
-        slot, threshold = MULTILABEL_LOSSES.get(op.type, (None, None))
+        slot, probabilities = MULTILABEL_LOSSES.get(op.type, (None, None))
         if slot and op.input("Label") and op.input(slot):
             label = label_source(block, index, op.input("Label")[0])
             if label in names:
                 ignored = op.attrs.get("ignore_index", registry.get(op.type).attrs.get("ignore_index"))
-                return MultiLabel(op.input(slot)[0], label, threshold, ignored)
+                return MultiLabel.of(op.input(slot)[0], label, probabilities, ignored)
     return None
 
 
@@ -58,7 +84,7 @@ def of_output(program: Program, scores: str, label: str, labels) -> MultiLabel |
     if labels.size and (labels.min() < 0 or labels.max() > 1):
         return None   # values past 0 and 1 (a regression's targets): no yes/no labels
     sigmoid = any(op.type == "sigmoid" and scores in op.output("Out") for op in program.global_block.ops)
-    return MultiLabel(scores, label, 0.5 if sigmoid else 0.0)
+    return MultiLabel.of(scores, label, sigmoid)
 
 
 class MultiLabelTally:
