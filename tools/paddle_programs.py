@@ -20,6 +20,19 @@ def write_gz(path: Path, data: bytes) -> None:
     path.with_name(path.name + ".gz").write_bytes(gzip.compress(data, mtime=0))
 
 
+def gzip_file(path: Path) -> None:
+    """Replace the file at ``path`` (what paddle.jit.save or a serialiser wrote) by its gzipped copy, path + ".gz"."""
+    write_gz(path, path.read_bytes())
+    path.unlink()
+
+
+def write_pir_gz(program, path: Path) -> None:
+    """The PIR program serialised as paddle.jit.save writes it, gzipped to path + ".gz" (no plain copy left)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paddle.base.core.serialize_pir_program(program, f"{tmp}/program.json", True, False, True)
+        write_gz(path, Path(f"{tmp}/program.json").read_bytes())
+
+
 def without_callstacks(program) -> bytes:
     """The program's bytes without the Python stack traces Paddle records on every op (most of its size, and of no
     use to a reader); the program itself keeps them."""
@@ -38,6 +51,41 @@ def write_stripped(path, program) -> None:
         for op in block.ops:
             op.desc.remove_attr("op_callstack")
     Path(path).write_bytes(program.desc.serialize_to_string())
+
+
+def write_programs_gz(folder: Path, programs: dict) -> None:
+    """Each legacy program of ``programs`` (name -> Program) to folder/NAME.pb.gz without its call stacks."""
+    for name, program in programs.items():
+        write_gz(folder / f"{name}.pb", without_callstacks(program))
+
+
+def minimized(build, make_optimizer, seed: int | None = None):
+    """``build()`` (its loss first of what it returns) in a new legacy main/startup pair (both seeded ``seed``, when
+    given), the forward cloned before ``make_optimizer()`` minimizes the loss: (main, startup, forward, optimizer,
+    what build returned)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    if seed is not None:
+        main.random_seed = startup.random_seed = seed
+    with paddle.static.program_guard(main, startup):
+        built = build()
+        forward = main.clone()
+        optimizer = make_optimizer()
+        optimizer.minimize(built[0])
+    return main, startup, forward, optimizer, built
+
+
+def train_saving_values(exe, folder: Path, programs: tuple, loss, batches: dict, steps: int, batch: int, optimizer):
+    """In a new scope: run the startup of ``programs`` (forward, main, startup), save the forward's persistables as
+    folder/init.npz, train ``steps`` batches (run_steps), save them again as folder/trained.npz: (the scope, the
+    losses)."""
+    forward, main, startup = programs
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
+        losses = run_steps(exe, main, loss, batches, steps, batch, optimizer)
+        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
+    return scope, losses
 
 
 def write_training_case(out: Path, programs: dict, feed: dict):

@@ -32,7 +32,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import gzip_file, pir_half, script_main, without_callstacks, write_gz, write_programs_gz
 
 HEIGHT, WIDTH, GLYPHS, MAX_LABEL, BATCH, STEPS = 16, 32, 10, 6, 8, 6
 RNG = np.random.default_rng(40)
@@ -149,8 +149,7 @@ def train_model(out: Path, name: str, optimizer, exe) -> dict:
         outputs = exe.run(forward, feed=first, fetch_list=fetches)
     np.savez_compressed(folder / "outputs.npz", **dict(zip(["loss", *names], outputs)))
     np.savez_compressed(folder / "data.npz", **data)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "loss": loss.name, "losses": losses, "cers": cers, "set_cer": float(set_cer),
             "set_loss": float(set_loss), "batch_cers": batch_cers}
 
@@ -232,10 +231,9 @@ def main_pir(out: Path) -> None:
     dygraph = [t.numpy() for t in model(paddle.to_tensor(images))]
     spec = [paddle.static.InputSpec([None, 1, HEIGHT, WIDTH], "float32", "image")]
     paddle.jit.save(model, str(out / "crnn_pir"), input_spec=spec)
-    write_gz(out / "crnn_pir.json", (out / "crnn_pir.json").read_bytes())
     from paddle_programs import predict
     outputs = predict(str(out / "crnn_pir.json"), str(out / "crnn_pir.pdiparams"), {"image": images})
-    (out / "crnn_pir.json").unlink()
+    gzip_file(out / "crnn_pir.json")
     np.savez_compressed(out / "predictor_pir.npz", image=images, **outputs,
                         **{f"dygraph_{i}": v for i, v in enumerate(dygraph)})
 

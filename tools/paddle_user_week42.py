@@ -27,8 +27,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle.base import core
-from paddle_programs import pir_half, predict, script_main, write_gz
+from paddle_programs import gzip_file, pir_half, predict, script_main, write_gz, write_pir_gz
 
 FEATURES, HIDDEN, CLASSES, RANK, ALPHA = 8, 16, 4, 4, 8.0
 BATCH, STEPS = 8, 5
@@ -248,9 +247,7 @@ def pir_training(out: Path, name: str, optimizer, frozen: str, lora: bool, steps
         optimizer().minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
@@ -279,8 +276,7 @@ def main_pir(out: Path) -> None:
                     input_spec=[paddle.static.InputSpec([-1, FEATURES], "float32", "x")])
     predicted = predict(str(out / "merged_pir.json"), str(out / "merged_pir.pdiparams"), {"x": test["x"]})
     np.savez(out / "predictor_pir.npz", **predicted)
-    write_gz(out / "merged_pir.json", (out / "merged_pir.json").read_bytes())
-    (out / "merged_pir.json").unlink()
+    gzip_file(out / "merged_pir.json")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,15 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    legacy_persistables,
+    pir_half,
+    run_steps,
+    script_main,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 BATCH, STEPS, SET = 2, 6, 12
 RNG = np.random.default_rng(43)
@@ -194,8 +202,7 @@ def train_model(out: Path, name: str, build, data: dict, optimizer, exe, epochs:
         whole = exe.run(test, feed=data, fetch_list=[loss.name, *[names[k] for k in ("psnr", "ssim") if k in names]])
     np.savez_compressed(folder / "outputs.npz", **dict(zip(names, outputs)))
     np.savez_compressed(folder / "data.npz", **data)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     evaluated = dict(zip(["loss", *[k for k in ("psnr", "ssim") if k in names]], map(float, whole)))
     init = dict(np.load(folder / "init.npz"))
     stepped = {"epoch_losses": by_epochs(main, startup, exe, loss, init, data, epochs)} if epochs else {}

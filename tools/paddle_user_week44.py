@@ -35,7 +35,16 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    minimized,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 BATCH, TOKENS, FEATURES, DIM, HIDDEN, EXPERTS, CLASSES, STEPS = 4, 6, 5, 8, 12, 4, 3, 6
 CAPACITY = 8  # of 24 tokens a batch over 4 experts: some dropped in the switch layer
@@ -155,28 +164,19 @@ def tuned_adamw():
 
 
 def train_model(out: Path, name: str, exe, variant: str = "", optimizer=None) -> dict:
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = 44
-    with paddle.static.program_guard(main, startup):
-        loss, names = classifier(variant or name)
-        forward = main.clone()
-        chosen = optimizer() if optimizer else paddle.optimizer.AdamW(0.01, weight_decay=0.01)
-        chosen.minimize(loss)
+    main, startup, forward, chosen, (loss, names) = minimized(
+        lambda: classifier(variant or name), optimizer or (lambda: paddle.optimizer.AdamW(0.01, weight_decay=0.01)),
+        seed=44)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     batches = data(variant or name)
-    scope = paddle.static.Scope()
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, chosen)
     with paddle.static.scope_guard(scope):
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, chosen)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
     np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
     np.savez_compressed(folder / "data.npz", **batches)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "loss": loss.name, "losses": losses}
 
 
@@ -289,8 +289,7 @@ def main_pir(out: Path) -> None:
     predictor.get_input_handle("feats").copy_from_cpu(first["feats"])
     predictor.run()
     predicted = [predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()]
-    write_gz(exported, exported.read_bytes())
-    exported.unlink()
+    gzip_file(exported)
     np.savez(out / "predictor_pir.npz", executor_logits=executor[0], executor_load=executor[1],
              logits=predicted[0], load=predicted[1])
 

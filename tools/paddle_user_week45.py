@@ -27,7 +27,16 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    legacy_persistables,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 VOCAB, LENGTH, EMBED, HIDDEN, BATCH, STEPS, BEAM = 12, 6, 8, 16, 4, 6, 3
 BOS, EOS = 1, 2
@@ -172,15 +181,9 @@ def train_model(out: Path, name: str, exe, build) -> tuple[dict, paddle.static.S
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     batches = pairs(BATCH * STEPS)
-    scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope):
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, optimizer)
     np.savez_compressed(folder / "data.npz", **batches)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {"loss": loss.name, "losses": losses}, scope
 
 
@@ -359,8 +362,7 @@ def main_pir(out: Path) -> None:
         predictor.get_input_handle(name).copy_from_cpu(value)
     predictor.run()
     predicted = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
-    write_gz(exported, exported.read_bytes())
-    exported.unlink()
+    gzip_file(exported)
     np.savez(out / "predictor_pir.npz", executor_ids=executor, ids=predicted)
 
 

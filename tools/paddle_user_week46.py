@@ -29,7 +29,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle.optimizer import lr
-from paddle_programs import legacy_persistables, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, script_main, without_callstacks, write_gz, write_programs_gz
 
 BATCH, STEPS, VOCAB, TOKENS = 8, 6, 20, 5
 
@@ -221,8 +221,7 @@ def program_rate_case(out: Path, exe) -> dict:
             losses.append(float(value))
             rates.append(float(used.reshape(-1)[0]))
         np.savez_compressed(folder / "trained.npz", **legacy_persistables(forward, scope))
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {"model": "mlp", "loss": loss.name, "rate": rate.name, "losses": losses, "rates": rates}
 
 

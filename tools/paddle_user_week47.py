@@ -36,7 +36,15 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 BATCH, STEPS, CLASSES, T, SIZE, FEATURES = 4, 4, 6, 5, 9, 8
 RNG = np.random.default_rng(47)
@@ -153,21 +161,16 @@ def train_model(out: Path, name: str, exe) -> dict:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     batches = data(name) or data("c3d")
-    scope = paddle.static.Scope()
     names = {"logits": logits.name, "top1": top1.name, "top5": top5.name}
+    paddle.seed(47)   # the dropout masks' stream (its uniform_random has no seed of its own)
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, optimizer)
     with paddle.static.scope_guard(scope):
-        paddle.seed(47)   # the dropout masks' stream (its uniform_random has no seed of its own)
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:8] for k, v in batches.items()}
         outputs = exe.run(forward.clone(for_test=True), feed=first, fetch_list=list(names.values()))
     np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
     if name in ("c3d", "rnn"):  # the tests lay out c3d's clips for r2p1d and tsm (the folder's size)
         np.savez_compressed(folder / "data.npz", **batches)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "loss": loss.name, "losses": losses,
             "accuracy": [float(outputs[1].item()), float(outputs[2].item())]}
 
@@ -299,8 +302,7 @@ def main_pir(out: Path) -> None:
     predictor.get_input_handle(predictor.get_input_names()[0]).copy_from_cpu(first)
     predictor.run()
     predicted = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
-    write_gz(exported, exported.read_bytes())
-    exported.unlink()
+    gzip_file(exported)
     np.savez(out / "predictor_pir.npz", dygraph=dygraph, logits=predicted, finetune_losses=finetune(model, out))
 
 

@@ -32,7 +32,17 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    legacy_persistables,
+    minimized,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 BATCH, STEPS, FEATURES, HIDDEN, CLASSES, LABELS, EXPERTS = 8, 6, 6, 10, 3, 4, 3
 RNG = np.random.default_rng(48)
@@ -137,26 +147,17 @@ def mmoe():
 def train_model(out: Path, name: str, exe, batches: dict) -> dict:
     # no program random_seed: with one, every initializer draws from the same seed, and MMoE's same-shaped experts
     # and gates start identical (their gates' gradients then 0 but for rounding); init.npz keeps the draws
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
-        loss, names, trunk = mmoe() if name == "mmoe" else hard_sharing(name)
-        names = {key: value if isinstance(value, str) else value.name for key, value in names.items()}
-        forward = main.clone()
-        optimizer = paddle.optimizer.Adam(0.01)
-        optimizer.minimize(loss)
+    main, startup, forward, optimizer, (loss, names, trunk) = minimized(
+        lambda: mmoe() if name == "mmoe" else hard_sharing(name), lambda: paddle.optimizer.Adam(0.01))
+    names = {key: value if isinstance(value, str) else value.name for key, value in names.items()}
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    scope = paddle.static.Scope()
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, optimizer)
     with paddle.static.scope_guard(scope):
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
     np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     if name == "fixed":
         pcgrad(out, forward, names, [p.name for p in trunk], folder / "init.npz", first, exe)
     return {**names, "loss": loss.name, "losses": losses}
@@ -189,8 +190,7 @@ def gradnorm_two_optimizers(out: Path, exe, batches: dict) -> dict:
             values = exe.run(main, feed=feed, fetch_list=[weighted, gradnorm])
             losses.append([float(v) for v in values])
         np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "losses": losses}
 
 
@@ -301,8 +301,7 @@ def main_pir(out: Path) -> None:
     predictor.get_input_handle("x").copy_from_cpu(np.load(out / "data.npz")["x"][:BATCH])
     predictor.run()
     predicted = [predictor.get_output_handle(name).copy_to_cpu() for name in predictor.get_output_names()]
-    write_gz(exported, exported.read_bytes())
-    exported.unlink()
+    gzip_file(exported)
     np.savez(out / "predictor_pir.npz", cls_logits=predicted[0], reg_out=predicted[1])
 
 

@@ -36,9 +36,18 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    minimized,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_pir_gz,
+    write_programs_gz,
+)
 
 FEATURES, HIDDEN, LIST, VOCAB, TERMS, EMB, STEPS, BATCH = 6, 8, 6, 20, 4, 6, 5, 8
 RNG = np.random.default_rng(49)
@@ -189,28 +198,17 @@ MODELS = {"pointwise": pointwise, "pairwise": pairwise, "listwise": listwise, "t
 
 
 def train_model(out: Path, name: str, exe) -> dict:
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = 49
-    with paddle.static.program_guard(main, startup):
-        loss, names = MODELS[name]()
-        forward = main.clone()
-        optimizer = OPTIMIZERS[name]()
-        optimizer.minimize(loss)
+    main, startup, forward, optimizer, (loss, names) = minimized(MODELS[name], OPTIMIZERS[name], seed=49)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     batches = data(name) if MODELS[name] is not twotower else data("twotower")
-    scope = paddle.static.Scope()
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, optimizer)
     with paddle.static.scope_guard(scope):
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values()))
     np.savez(folder / "outputs.npz", **dict(zip(names, outputs)))
     np.savez_compressed(folder / "data.npz", **batches)
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "loss": named(loss), "losses": losses}
 
 
@@ -290,9 +288,7 @@ def pir_training(out: Path, name: str) -> list[float]:
         OPTIMIZERS[name]().minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     data = dict(np.load(out / name / "data.npz"))
     with paddle.static.scope_guard(scope):
@@ -337,8 +333,7 @@ def main_pir(out: Path) -> None:
     predictor.run()
     predicted = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     exported = out / "doc_tower.json"
-    write_gz(exported, exported.read_bytes())
-    exported.unlink()
+    gzip_file(exported)
     np.savez(out / "predictor_pir.npz", docs=docs, eager=eager, predicted=predicted)
 
 

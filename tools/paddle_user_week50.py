@@ -31,8 +31,16 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    minimized,
+    pir_half,
+    script_main,
+    train_saving_values,
+    without_callstacks,
+    write_gz,
+    write_pir_gz,
+    write_programs_gz,
+)
 
 ITEMS, LENGTH, HIDDEN, HEADS, STEPS, BATCH, TEST = 30, 6, 16, 2, 5, 8, 16
 RNG = np.random.default_rng(50)
@@ -155,25 +163,16 @@ MODELS = {"sasrec_bpr": sasrec_bpr, "sasrec_ce": sasrec_ce, "gru4rec": gru4rec, 
 
 
 def train_model(out: Path, name: str, exe) -> dict:
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = 50
     scorer_out: list = []
-    with paddle.static.program_guard(main, startup):
-        loss, names = MODELS[name](scorer_out) if name == "sasrec_ce" else MODELS[name]()
-        forward = main.clone()
-        optimizer = OPTIMIZERS[name]()
-        optimizer.minimize(loss)
+    main, startup, forward, optimizer, (loss, names) = minimized(
+        lambda: MODELS[name](scorer_out) if name == "sasrec_ce" else MODELS[name](), OPTIMIZERS[name], seed=50)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     batches = data(name)
-    scope = paddle.static.Scope()
+    if name == "sasrec_sampled":   # the draws of paddle.seed(50), startup and negatives alike
+        paddle.seed(50)
+    scope, losses = train_saving_values(exe, folder, (forward, main, startup), loss, batches, STEPS, BATCH, optimizer)
     with paddle.static.scope_guard(scope):
-        if name == "sasrec_sampled":   # the draws of paddle.seed(50), startup and negatives alike
-            paddle.seed(50)
-        exe.run(startup)
-        np.savez(folder / "init.npz", **legacy_persistables(forward, scope))
-        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
-        np.savez(folder / "trained.npz", **legacy_persistables(forward, scope))
         first = {k: v[:BATCH] for k, v in batches.items()}
         outputs = exe.run(forward, feed=first, fetch_list=list(names.values())) if names else []
         if scorer_out:
@@ -189,8 +188,7 @@ def train_model(out: Path, name: str, exe) -> dict:
     if name == "sasrec_sampled":   # its losses are what it is kept for: startup.pb with paddle.seed(50) draws the rest
         (folder / "init.npz").unlink()
         (folder / "trained.npz").unlink()
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {**names, "loss": named(loss), "losses": losses}
 
 
@@ -206,9 +204,7 @@ def pir_training(out: Path, name: str) -> list[float]:
         optimizer.minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     data = dict(np.load(out / name / "data.npz"))
     with paddle.static.scope_guard(scope):

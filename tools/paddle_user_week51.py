@@ -33,8 +33,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import legacy_persistables, pir_half, script_main, write_gz
+from paddle_programs import legacy_persistables, pir_half, script_main, write_gz, write_pir_gz
 
 FEATURES, CODE, STEPS, BATCH, SIDE, EWC_LAMBDA, PENALTY = 16, 4, 5, 8, 8, 50.0, 0.1
 RNG = np.random.default_rng(51)
@@ -247,9 +246,7 @@ def main_pir(out: Path) -> None:
         paddle.optimizer.Adam(0.01).minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, "dense_pir_train"), (startup, "dense_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     train = dict(np.load(out / "dense" / "data.npz"))
     with paddle.static.scope_guard(scope):

@@ -29,8 +29,14 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    legacy_persistables,
+    minimized,
+    pir_half,
+    script_main,
+    write_pir_gz,
+    write_programs_gz,
+)
 
 VOCAB, EMB, HIDDEN, CLASSES, LABELS, STEPS, BATCH, LONGEST, LONG = 50, 8, 6, 4, 5, 5, 8, 12, 20
 RNG = np.random.default_rng(52)
@@ -123,13 +129,7 @@ def padded(arrays: dict, rows: range, width: int | None = None) -> dict:
 
 
 def train_model(out: Path, name: str, exe) -> dict:
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    main.random_seed = startup.random_seed = 52
-    with paddle.static.program_guard(main, startup):
-        loss, logits = MODELS[name]()
-        forward = main.clone()
-        optimizer = OPTIMIZERS[name]()
-        optimizer.minimize(loss)
+    main, startup, forward, optimizer, (loss, logits) = minimized(MODELS[name], OPTIMIZERS[name], seed=52)
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
     arrays = data(name, STEPS * BATCH)
@@ -158,8 +158,7 @@ def train_model(out: Path, name: str, exe) -> dict:
              all_logits=every)
     np.savez_compressed(folder / "data.npz", **arrays)
     np.savez_compressed(folder / "padded.npz", **padded(arrays, range(STEPS * BATCH)))
-    for program_name, program in [("forward", forward), ("train", main), ("startup", startup)]:
-        write_gz(folder / f"{program_name}.pb", without_callstacks(program))
+    write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {"loss": loss.name, "logits": logits.name, "losses": losses, "widths": widths}
 
 
@@ -185,9 +184,7 @@ def pir_training(out: Path, name: str) -> list[float]:
         optimizer.minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / name / "data.npz")), []
     with paddle.static.scope_guard(scope):
