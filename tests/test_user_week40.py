@@ -11,6 +11,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, unpacked
+from user_weeks import assert_weights_like_paddles, save_first, train_steps
 
 WEEK = DATA / "user_week40"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -29,8 +30,7 @@ def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("week40")
     unpacked(WEEK, out, MODELS)
     for model in MODELS:
-        lines = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: lines[name][:8] for name in lines.files})
+        save_first(out / model, 8)
     ctc = np.load(out / "ctc64.npz")
     for case in CTC_CASES:
         np.savez(out / f"ctc64_{case}_feed.npz", label=ctc[f"{case}_label"],
@@ -58,10 +58,9 @@ def test_each_recogniser_trains_to_paddles_losses_cers_and_weights(files, model)
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", *TRAINING[model],
                          *SCHEDULES[model])
     assert compiled.returncode == 0, compiled.stderr
-    run = gradc_cli("train", folder / "train_gradc.pb", "--startup", folder / "train_gradc.startup.pb", "--params",
-                    folder / "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1,
-                    "--fetch", names["loss"], "--fetch", names["cer"], "--save-params", folder / "trained_gradc.npz",
-                    *SCHEDULES[model])
+    run = train_steps(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder / "data.npz", 8, "--params",
+                      folder / "init.npz", "--fetch", names["loss"], "--fetch", names["cer"], "--save-params",
+                      folder / "trained_gradc.npz", *SCHEDULES[model])
     steps = _steps(run)
     np.testing.assert_allclose([s[names["loss"]] for s in steps], names["losses"], rtol=1e-6)
     assert [s[names["cer"]] for s in steps] == names["cers"]
@@ -70,11 +69,10 @@ def test_each_recogniser_trains_to_paddles_losses_cers_and_weights(files, model)
     (epoch,) = [line["train"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
     np.testing.assert_allclose(epoch[names["cer"]], distances.sum() / lengths.sum(), rtol=1e-12)
     assert abs(np.mean(names["cers"]) - distances.sum() / lengths.sum()) > 1e-4   # what the mean of steps gave
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    noise = [name for name in paddle.files if name.startswith("conv2d_") and name.endswith(".b_0")
+    noise = [name for name in np.load(folder / "trained.npz").files
+             if name.startswith("conv2d_") and name.endswith(".b_0")
              or name.startswith("batch_norm2d_") and name.endswith(("w_1", "w_2")) or name == "linear_3.b_0"]
-    for name in set(paddle.files) - set(noise):
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-6, err_msg=name)
+    assert_weights_like_paddles(folder, 1e-6, noise)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -82,8 +80,8 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     """Paddle's minimize() programs (warpctc_grad, the rnn op's or the attention's gradients, clipping, AdamW's
     decay) from its startup and initial weights give its 6 losses to 1e-6 relative (no fault)."""
     folder = files / model
-    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--params", folder / "init.npz",
-                    "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1, *SCHEDULES[model])
+    run = train_steps(folder / "train.pb", folder / "startup.pb", folder / "data.npz", 8, "--params",
+                      folder / "init.npz", *SCHEDULES[model])
     np.testing.assert_allclose([s[META[model]["loss"]] for s in _steps(run)], META[model]["losses"], rtol=1e-6)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
+from user_weeks import train_steps
 
 WEEK = DATA / "user_week43"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -47,9 +48,8 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
                          "--loss", LOSSES[model], *OPTIMIZERS[model], *extra)
     assert compiled.returncode == 0, compiled.stderr
     schedule = OPTIMIZERS[model] if model != "dncnn" else ()
-    run = gradc_cli("train", folder / "gradc.pb", "--startup", folder / "gradc.startup.pb", "--params",
-                    folder / "init.npz", "--data", folder / "data.npz", "--batch-size", 2, "--json", "--log-every", 1,
-                    "--save-params", folder / "trained_gradc.npz", *schedule)
+    run = train_steps(folder / "gradc.pb", folder / "gradc.startup.pb", folder / "data.npz", 2, "--params",
+                      folder / "init.npz", "--save-params", folder / "trained_gradc.npz", *schedule)
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
     ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
     noisy = {"conv2d_14.b_0", "batch_norm2d_0.w_1"} if model == "dncnn" else set()
@@ -66,8 +66,8 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
     rate): its 6 losses to 1e-6 relative (no fault)."""
     folder = files / model
     schedule = OPTIMIZERS[model] if model != "dncnn" else ()
-    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--params", folder / "init.npz",
-                    "--data", folder / "data.npz", "--batch-size", 2, "--json", "--log-every", 1, *schedule)
+    run = train_steps(folder / "train.pb", folder / "startup.pb", folder / "data.npz", 2, "--params",
+                      folder / "init.npz", *schedule)
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
+from user_weeks import assert_weights_like_paddles, save_corner_feeds, save_first, train_steps, trained_outputs
 
 WEEK = DATA / "user_week44"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -31,18 +32,13 @@ def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("week44")
     unpacked(WEEK, out, (*MODELS, "tuned"))
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:4] for name in data.files})
-    corners = np.load(out / "corners.npz")
-    for name, inputs in CORNERS.items():
-        np.savez(out / f"feed_{name}.npz", w=corners[f"{name}_w"],
-                 **{var: corners[f"{name}_{var}"] for var in inputs.split()})
+        save_first(out / model, 4)
+    save_corner_feeds(out, CORNERS)
     return out
 
 
 def _train(program, startup, folder, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 4,
-                     "--json", "--log-every", 1, *extra)
+    return train_steps(program, startup, folder / "data.npz", 4, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -58,10 +54,7 @@ def test_each_moe_classifier_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in set(paddle.files) - {KEY_BIASES[model]}:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7, {KEY_BIASES[model]})
 
 
 def test_warmup_cosine_adamw_without_decay_on_biases_and_clipped_trains_to_paddles(files):
@@ -76,9 +69,7 @@ def test_warmup_cosine_adamw_without_decay_on_biases_and_clipped_trains_to_paddl
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params", folder / "init.npz",
                  "--lr-schedule", TUNED_SCHEDULE, "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META["tuned"]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    for name in set(paddle.files) - {KEY_BIASES["tuned"]}:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7, {KEY_BIASES["tuned"]})
 
 
 @pytest.mark.parametrize("model", (*MODELS, "tuned"))
@@ -94,12 +85,7 @@ def test_paddles_own_adamw_programs_train_in_gradc(files, model):
 def test_run_gives_paddles_logits_and_expert_loads(files, model):
     """gradc run on Paddle's trained weights: the logits (2.4e-7), the expert load counts (the switch's 8, 5, 6, 1:
     4 tokens past the capacity of 8 dropped), the balance loss and the z-loss as Paddle's executor gave (no fault)."""
-    outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
-    fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
-    run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
-                    files / model / "first.npz", *fetches, "-o", files / f"{model}_outputs.npz")
-    assert run.returncode == 0, run.stderr
-    ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+    ours, paddle, outputs = trained_outputs(files, model, META[model], files / model / "first.npz")
     for key in outputs:
         np.testing.assert_allclose(ours[key], paddle[key], rtol=1e-6, atol=3e-7, err_msg=key)
     np.testing.assert_array_equal(ours["load"], paddle["load"])

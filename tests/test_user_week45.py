@@ -12,6 +12,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
+from user_weeks import assert_weights_like_paddles, save_corner_feeds, save_first, train_steps
 
 WEEK = DATA / "user_week45"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -29,21 +30,16 @@ def files(tmp_path_factory):
     out = tmp_path_factory.mktemp("week45")
     unpacked(WEEK, out, MODELS)
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:4] for name in data.files})
+        save_first(out / model, 4)
     for decode in ("greedy", "beam"):
         saved = np.load(out / f"{decode}.npz")
         np.savez(out / f"{decode}_feed.npz", src=saved["src"], src_len=saved["src_len"])
-    corners = np.load(out / "corners.npz")
-    for name, inputs in CORNERS.items():
-        np.savez(out / f"feed_{name}.npz", w=corners[f"{name}_w"],
-                 **{var: corners[f"{name}_{var}"] for var in inputs.split()})
+    save_corner_feeds(out, CORNERS)
     return out
 
 
 def _train(program, startup, folder, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 4,
-                     "--lr-schedule", NOAM, "--json", "--log-every", 1, *extra)
+    return train_steps(program, startup, folder / "data.npz", 4, "--lr-schedule", NOAM, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -59,10 +55,7 @@ def test_each_translation_model_trains_to_paddles_losses_and_weights(files, mode
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in set(paddle.files) - KEY_BIASES[model]:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=5e-5, err_msg=name)
+    assert_weights_like_paddles(folder, 5e-5, KEY_BIASES[model])
 
 
 @pytest.mark.parametrize("model", MODELS)

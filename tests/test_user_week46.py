@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, unpacked
+from fixtures import DATA, step_losses, unpacked
+from user_weeks import train_steps
 
 WEEK = DATA / "user_week46"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -86,15 +87,10 @@ def _train(files, case, program, startup, *extra):
     model, per_epoch = META[case]["model"], case in PER_EPOCH
     trained = files / f"gradc_{case}_{program.stem}.npz"
     schedule = ("--lr-schedule", SCHEDULES[case]) if case in SCHEDULES else ()
-    run = gradc_cli("train", program, "--startup", startup, "--params", files / model / "init.npz", "--data",
-                    files / model / ("data_plateau.npz" if per_epoch else "data.npz"), "--batch-size", 8, "--json",
-                    "--log-every", 1, "--save-params", trained, *(("--epochs", 6, *PER_EPOCH[case]) if per_epoch
-                                                                  else ()), *schedule,
-                    *extra)
-    assert run.returncode == 0, run.stderr
-    losses = [next(iter(line["values"].values())) for line in map(json.loads, run.stdout.splitlines())
-              if line["event"] == "step"]
-    return losses, np.load(trained)
+    run = train_steps(program, startup, files / model / ("data_plateau.npz" if per_epoch else "data.npz"), 8,
+                      "--params", files / model / "init.npz", "--save-params", trained,
+                      *(("--epochs", 6, *PER_EPOCH[case]) if per_epoch else ()), *schedule, *extra)
+    return step_losses(run), np.load(trained)
 
 
 def _agrees(files, case, losses, trained, loss_rtol=4e-7, weight_atol=4e-7):

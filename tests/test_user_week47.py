@@ -15,6 +15,7 @@ import pytest
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
 from gradc.executor.kernels import blas_bits
+from user_weeks import assert_weights_like_paddles, save_corner_feeds, save_first, train_steps
 
 WEEK = DATA / "user_week47"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -42,18 +43,13 @@ def files(tmp_path_factory):
     for model, axes in layouts.items():
         np.savez(out / model / "data.npz", clip=clips["clip"].transpose(axes), label=clips["label"])
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
-    corners = np.load(out / "corners.npz")
-    for name, inputs in CORNERS.items():
-        np.savez(out / f"feed_{name}.npz", weights=corners[f"{name}_weights"],
-                 **{var: corners[f"{name}_{var}"] for var in inputs.split()})
+        save_first(out / model, 8)
+    save_corner_feeds(out, CORNERS, "weights")
     return out
 
 
 def _train(program, startup, data, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", data, "--batch-size", 4, "--json",
-                     "--log-every", 1, "--lr-schedule", SCHEDULE, *extra)
+    return train_steps(program, startup, data, 4, "--lr-schedule", SCHEDULE, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -68,10 +64,7 @@ def test_each_clip_model_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder / "data.npz", "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -91,9 +84,7 @@ def test_dropout3d_masks_are_paddles_from_its_seed(files):
     run = _train(folder / "train.pb", folder / "startup.pb", files / "c3d" / "data.npz", "--seed", 47,
                  "--paddle-stream", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META["c3d_dropout"]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7)
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -15,6 +15,7 @@ from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
 from gradc import optimizers
 from gradc.training.history import default_fetch
+from user_weeks import assert_weights_like_paddles, train_steps, trained_outputs
 
 WEEK = DATA / "user_week48"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -35,8 +36,7 @@ def files(tmp_path_factory):
 
 
 def _train(program, startup, folder, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder.parent / "data.npz", "--batch-size", 8,
-                     "--json", "--log-every", 1, *extra)
+    return train_steps(program, startup, folder.parent / "data.npz", 8, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -51,10 +51,7 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -82,12 +79,7 @@ def test_check_of_each_task_against_central_differences(files, model, loss):
 def test_run_gives_paddles_head_outputs(files):
     """gradc run on Paddle's trained weights: each head's outputs and task losses as Paddle's executor (no fault)."""
     for model in MODELS:
-        outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
-        fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
-        run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
-                        files / "first.npz", *fetches, "-o", files / f"{model}_outputs.npz")
-        assert run.returncode == 0, run.stderr
-        ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+        ours, paddle, outputs = trained_outputs(files, model, META[model], files / "first.npz")
         for key in outputs:
             np.testing.assert_allclose(ours[key], paddle[key], rtol=1e-6, atol=3e-7, err_msg=f"{model} {key}")
 

@@ -14,6 +14,7 @@ import pytest
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
 from gradc.central_differences import numeric_grad, settled
+from user_weeks import assert_weights_like_paddles, save_corner_feeds, save_first, train_steps, trained_outputs
 
 WEEK = DATA / "user_week49"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -37,18 +38,13 @@ def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; each model's first batch, and each corner's feed."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week49"), MODELS)
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
-    corners = np.load(out / "corners.npz")
-    for name, inputs in CORNERS.items():
-        np.savez(out / f"feed_{name}.npz", w=corners[f"{name}_w"],
-                 **{var: corners[f"{name}_{var}"] for var in inputs.split()})
+        save_first(out / model, 8)
+    save_corner_feeds(out, CORNERS)
     return out
 
 
 def _train(program, startup, folder, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 8,
-                     "--json", "--log-every", 1, *extra)
+    return train_steps(program, startup, folder / "data.npz", 8, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -63,10 +59,7 @@ def test_each_ranker_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in set(paddle.files) - SHIFT_INVARIANT.get(model, set()):
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=WEIGHTS_ATOL.get(model, 3e-7), err_msg=name)
+    assert_weights_like_paddles(folder, WEIGHTS_ATOL.get(model, 3e-7), SHIFT_INVARIANT.get(model, set()))
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -81,12 +74,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
 def test_run_gives_paddles_outputs(files, model):
     """gradc run on Paddle's trained weights gives each output its executor gave on the first batch: scores, the
     four pairwise losses, ListNet and LambdaRank's parts, both towers' unit vectors and the logits (no fault)."""
-    outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
-    fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
-    run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
-                    files / model / "first.npz", *fetches, "-o", files / f"{model}_outputs.npz")
-    assert run.returncode == 0, run.stderr
-    ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+    ours, paddle, outputs = trained_outputs(files, model, META[model], files / model / "first.npz")
     for key in outputs:
         np.testing.assert_allclose(ours[key], paddle[key], rtol=1e-6, atol=1e-6, err_msg=key)
 
@@ -268,9 +256,8 @@ def test_paddles_pir_training_programs_train_to_its_losses(files, model):
     PIR form) minimized in PIR static mode: gradc trains Paddle's serialized programs from its initial values to its
     5 PIR losses (1e-6; 7e-8 measured). In PIR mode Paddle gives the sparse=True table a dense embedding_grad, so
     its two-tower losses leave the legacy run's from step 2 (7.6643 against 7.6663): gradc follows each program."""
-    run = gradc_cli("train", files / f"{model}_pir_train.json", "--startup", files / f"{model}_pir_startup.json",
-                    "--params", files / f"{model}_pir_init.npz", "--data", files / model / "data.npz", "--batch-size",
-                    8, "--fetch", "loss", "--json", "--log-every", 1)
+    run = train_steps(files / f"{model}_pir_train.json", files / f"{model}_pir_startup.json",
+                      files / model / "data.npz", 8, "--params", files / f"{model}_pir_init.npz", "--fetch", "loss")
     losses = json.loads((WEEK / "pir_losses.json").read_text())[model]
     np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
 

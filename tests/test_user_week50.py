@@ -12,6 +12,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
+from user_weeks import assert_weights_like_paddles, save_first, train_steps, trained_outputs
 
 WEEK = DATA / "user_week50"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -33,16 +34,14 @@ def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; each model's first batch; the held-out next items."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week50"), (*MODELS, SAMPLED))
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
+        save_first(out / model, 8)
     test = np.load(out / "sasrec_ce" / "test.npz")
     np.savez(out / "heldout.npz", seq=test["seq"], next_item=test["next_item"])
     return out
 
 
 def _train(program, startup, folder, *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder / "data.npz", "--batch-size", 8,
-                     "--json", "--log-every", 1, *extra)
+    return train_steps(program, startup, folder / "data.npz", 8, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -56,10 +55,7 @@ def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz", *TRAIN.get(model, ()))
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in set(paddle.files) - SHIFT_INVARIANT.get(model, set()):
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
+    assert_weights_like_paddles(folder, 3e-7, SHIFT_INVARIANT.get(model, set()))
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -73,12 +69,7 @@ def test_paddles_own_training_programs_train_in_gradc(files, model):
 def test_run_gives_paddles_outputs(files, model):
     """gradc run on Paddle's trained weights gives each output its executor gave on the first batch: BPR's positive
     and negative logits, the tied output layer's logits at every position, the GRU's final state (no fault)."""
-    outputs = {key: name for key, name in META[model].items() if key not in ("loss", "losses")}
-    fetches = [arg for key, name in outputs.items() for arg in ("--fetch", f"{name}={key}")]
-    run = gradc_cli("run", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
-                    files / model / "first.npz", *fetches, "-o", files / f"{model}_outputs.npz")
-    assert run.returncode == 0, run.stderr
-    ours, paddle = np.load(files / f"{model}_outputs.npz"), np.load(files / model / "outputs.npz")
+    ours, paddle, outputs = trained_outputs(files, model, META[model], files / model / "first.npz")
     for key in outputs:
         np.testing.assert_allclose(ours[key], paddle[key], rtol=1e-5, atol=1e-6, err_msg=key)
 

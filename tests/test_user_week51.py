@@ -13,6 +13,7 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
+from user_weeks import assert_weights_like_paddles, save_first
 
 WEEK = DATA / "user_week51"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -33,8 +34,7 @@ def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; each model's first batch."""
     out = unpacked(WEEK, tmp_path_factory.mktemp("week51"), MODELS)
     for model in MODELS:
-        data = np.load(out / model / "data.npz")
-        np.savez(out / model / "first.npz", **{name: data[name][:8] for name in data.files})
+        save_first(out / model, 8)
     return out
 
 
@@ -56,11 +56,7 @@ def test_each_model_trains_to_paddles_losses_and_weights(files, model):
                     folder / "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--json", "--log-every", 1,
                     "--save-params", folder / "trained_gradc.npz", *_fixed(folder, model))
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=LOSS_RTOL.get(model, 1e-6))
-    ours, paddle = np.load(folder / "trained_gradc.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=WEIGHTS_ATOL.get(model, 3e-7),
-                                   err_msg=name)
+    assert_weights_like_paddles(folder, WEIGHTS_ATOL.get(model, 3e-7))
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -13,6 +13,7 @@ import pytest
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
 from gradc.executor.feeding import padded_sequences
+from user_weeks import train_steps
 
 WEEK = DATA / "user_week52"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -44,8 +45,7 @@ def files(tmp_path_factory):
 
 
 def _train(program, startup, folder, data="data.npz", *extra):
-    return gradc_cli("train", program, "--startup", startup, "--data", folder / data, "--batch-size", 8, "--json",
-                     "--log-every", 1, *extra)
+    return train_steps(program, startup, folder / data, 8, *extra)
 
 
 @pytest.mark.parametrize("model", MODELS)
