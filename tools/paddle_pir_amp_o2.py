@@ -17,15 +17,14 @@ named in meta.json). Not part of the package: it needs paddlepaddle.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle.base import core
 from paddle_pir_optim_fixtures import STEPS, persistable_names
+from paddle_programs import write_pir_gz
 
 
 class Elementwise(paddle.nn.Layer):
@@ -64,10 +63,7 @@ def build(case: str, out_dir: Path, seed: int = 2025) -> None:
     out = out_dir / case   # not optim_*: tests/test_pir_optimizers.py's cases keep Paddle's numbers, this one not
     out.mkdir(parents=True, exist_ok=True)
     for program, stem in ((main, "train"), (startup, "startup")):
-        raw = out / f"{stem}.json"
-        core.serialize_pir_program(program, str(raw), True, False, True)
-        (out / f"{stem}.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
-        raw.unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     rng = np.random.default_rng(seed)
     feeds = {"x": rng.standard_normal((STEPS, 4, 6)).astype("float32"),
              "y": rng.standard_normal((STEPS, 4, 6)).astype("float32")}

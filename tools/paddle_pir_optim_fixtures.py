@@ -10,7 +10,6 @@ Not part of the package.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -19,9 +18,9 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import _C_ops
-from paddle.base import core
 from paddle.incubate.optimizer import LarsMomentumOptimizer
 from paddle.static.amp import amp_nn
+from paddle_programs import write_pir_gz
 
 STEPS = 3
 
@@ -142,10 +141,7 @@ def build(name: str, out_dir: Path, seed: int = 2024) -> None:
     out = out_dir / f"optim_{name}"
     out.mkdir(parents=True, exist_ok=True)
     for program, stem in ((main, "train"), (startup, "startup")):   # gzipped, as backward.json.gz (26 KB)
-        raw = out / f"{stem}.json"
-        core.serialize_pir_program(program, str(raw), True, False, True)
-        (out / f"{stem}.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
-        raw.unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     feeds = {"x": rng.standard_normal((STEPS, 4, 6)).astype("float32"),
              "label": rng.integers(0, 3, (STEPS, 4, 1)).astype("int64")}
     if name in INF_AT_STEP:

@@ -12,7 +12,6 @@ the numbers are those of its legacy run of the same program. Not part of the pac
 
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 from paddle.base import core
+from paddle_programs import write_pir_gz
 
 LOSS_NAME = "loss"
 # case -> its legacy fixture under tests/data/paddle; True: also the translated training program
@@ -149,10 +149,7 @@ def backward(legacy: Path, meta: dict, out: Path, errors: dict) -> list[str]:
     with paddle.static.program_guard(program):
         for col, (name, value) in enumerate(fetched):
             paddle._pir_ops.fetch(value, name, col).persistable = True
-    raw = out / "backward.json"
-    core.serialize_pir_program(program, str(raw), True, False, True)
-    (out / "backward.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
-    raw.unlink()
+    write_pir_gz(program, out / "backward.json")
     values = run(program, legacy, meta, [value for _, value in fetched])
     if isinstance(values, str):
         errors["backward"] = values

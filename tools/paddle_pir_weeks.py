@@ -29,22 +29,15 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle.base import core
 
 sys.path.insert(0, str(Path(__file__).parent))
 import paddle_user_week21 as week21  # noqa: E402
 import paddle_user_week23 as week23  # noqa: E402
 import paddle_user_week24 as week24  # noqa: E402
 import paddle_user_week27_nets as nets  # noqa: E402
-from paddle_programs import write_gz  # noqa: E402
+from paddle_programs import write_gz, write_pir_gz  # noqa: E402
 
 WEEKS = Path(__file__).parent.parent / "tests" / "data" / "paddle"
-
-
-def save_pir(program, path: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        core.serialize_pir_program(program, f"{tmp}/p.json", True, False, True)
-        write_gz(path, Path(f"{tmp}/p.json").read_bytes())
 
 
 def op_names(program) -> list[str]:
@@ -90,7 +83,7 @@ def save_case(out: Path, built: tuple, steps: list[dict], initial: dict | None =
     with paddle.static.program_guard(main):
         paddle._pir_ops.fetch(outputs["loss"], "loss", 0).persistable = True
     for program, stem in ((main, "train"), (startup, "startup")) if training else ():
-        save_pir(program, out / f"{stem}.json")
+        write_pir_gz(program, out / f"{stem}.json")
     np.savez_compressed(out / "params.npz", **values)
     np.savez_compressed(out / "paddle.npz", **{k: np.array([np.asarray(row[i]).ravel()[0] for row in fetched])
                                     for i, k in enumerate(fetch)}, **{f"trained.{k}": v for k, v in trained.items()})

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle_programs import pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import gzip_file, pir_half, script_main, without_callstacks, write_gz
 
 RNG = np.random.default_rng(23)
 
@@ -183,8 +183,7 @@ def main_pir(out: Path) -> None:
     paddle.static.save_inference_model(str(out / "pir" / "vision_read"), [x], [total], exe, program=main_program)
     (out / "pir" / "vision_read.pdiparams").unlink(missing_ok=True)
     program = out / "pir" / "vision_read.json"
-    write_gz(program, program.read_bytes())
-    program.unlink()
+    gzip_file(program)
     print("vision_read (PIR)", [op.name() for op in main_program.global_block().ops])
 
 

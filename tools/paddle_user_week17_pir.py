@@ -12,14 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle.base import core
-from paddle_programs import write_gz
+from paddle_programs import gzip_file, write_pir_gz
 from paddle_user_week17 import ADAPTERS, BATCH, STEPS, decoder, lora_programs, merge, train
-
-
-def gzip_file(path: Path) -> None:
-    write_gz(path, path.read_bytes())
-    path.unlink()
 
 
 class Merged(paddle.nn.Layer):
@@ -49,8 +43,7 @@ def pir_training(out: Path) -> None:
             paddle._pir_ops.fetch(program.global_block().ops[-1].result(0) if program is forward else loss, "loss",
                                   0).persistable = True
     for program, stem in ((main, "pir_train"), (forward, "pir_forward"), (startup, "pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        gzip_file(out / f"{stem}.json")
+        write_pir_gz(program, out / f"{stem}.json")
     losses = train(main, startup, loss, schedule, base, data)[0]
     np.save(out / "pir_losses.npy", np.array(losses, np.float32))
     paddle.disable_static()

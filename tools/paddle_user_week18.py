@@ -19,7 +19,6 @@ PIR files, and meta.json (Paddle's losses, the names gradc needs).
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_user_week18.py tests/data/paddle/user_week18
 """
 
-import gzip
 import json
 import os
 import subprocess
@@ -32,7 +31,7 @@ import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle import nn
 from paddle.base.layer_helper import LayerHelper
-from paddle_programs import without_callstacks
+from paddle_programs import gzip_file, without_callstacks
 
 RNG = np.random.default_rng(18)
 SR, N_FFT, HOP, SAMPLES = 8000, 64, 32, 512          # 17 frames of 33 bins (centred, reflect padding)
@@ -302,8 +301,7 @@ def main(out: Path) -> None:
     meta.update(json.loads(pir.stdout.splitlines()[-1]))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     for program in [*out.glob("*.pb"), *(path for path in out.glob("*.json") if path.name != "meta.json")]:
-        program.with_name(program.name + ".gz").write_bytes(gzip.compress(program.read_bytes(), mtime=0))
-        program.unlink()   # the programs gzipped: 47 KB of attributes become 6 KB
+        gzip_file(program)   # the programs gzipped: 47 KB of attributes become 6 KB
 
 
 if __name__ == "__main__":

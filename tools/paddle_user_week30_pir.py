@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import write_gz
+from paddle_programs import write_gz, write_pir_gz
 from paddle_user_week30 import BATCH, IGNORE, SIZE, STEPS, TRAIN, DeepLab, UNet, adamw, losses, momentum
 
 
@@ -65,10 +64,8 @@ def pir_training(out: Path) -> dict:
             optimizer, schedule = make_optimizer()
             optimizer.minimize(loss)
             paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-        with tempfile.TemporaryDirectory() as saved:
-            for kind, program in (("train", main_prog), ("startup", startup)):
-                core.serialize_pir_program(program, f"{saved}/{kind}.json", True, False, True)
-                write_gz(out / f"{name}_pir_{kind}.json", Path(f"{saved}/{kind}.json").read_bytes())
+        for kind, program in (("train", main_prog), ("startup", startup)):
+            write_pir_gz(program, out / f"{name}_pir_{kind}.json")
         exe, scope, steps = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope(), []
         with paddle.static.scope_guard(scope):
             exe.run(startup)

@@ -12,14 +12,12 @@ paddle.seed(331) (vae_pir_train.json, vae_pir_init.npz, vae_pir_trained.npz, met
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import write_gz
+from paddle_programs import write_pir_gz
 from paddle_user_week31 import (
     BATCH,
     FLOW_DIM,
@@ -74,9 +72,7 @@ def vae_pir(out: Path, exe) -> dict:
     """vae_pir_train.json: the rsample VAE's Adam(0.01) minimize; vae_pir_init.npz its persistables after the startup
     (paddle.seed(31)); then paddle.seed(NOISE_SEED) and 6 steps: Paddle's losses, vae_pir_trained.npz."""
     train, startup = built(True, "vae")
-    with tempfile.TemporaryDirectory() as tmp:
-        core.serialize_pir_program(train, f"{tmp}/train.json", True, False, True)
-        write_gz(out / "vae_pir_train.json", Path(f"{tmp}/train.json").read_bytes())
+    write_pir_gz(train, out / "vae_pir_train.json")
     data = np.load(out / "vae_data.npz")["x"]
     paddle.seed(31)
     exe.run(startup)
@@ -94,10 +90,8 @@ def main(out: Path) -> None:
     data = np.load(out / "flow_data.npz")["x"]
     forward, _ = built(False)
     train, startup = built(True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, program in [("forward", forward), ("train", train)]:
-            core.serialize_pir_program(program, f"{tmp}/{name}.json", True, False, True)
-            write_gz(out / f"flow_pir_{name}.json", Path(f"{tmp}/{name}.json").read_bytes())
+    for name, program in [("forward", forward), ("train", train)]:
+        write_pir_gz(program, out / f"flow_pir_{name}.json")
     exe = paddle.static.Executor(paddle.CPUPlace())
     paddle.seed(FLOW_SEED)
     exe.run(startup)

@@ -7,17 +7,14 @@ weights (simclr_pir_steps.npz, keyed "STEP:NAME"), the first step's gradients (s
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week32_pir.py tests/data/paddle/user_week32
 """
 
-import gzip
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import persistable_values
+from paddle_programs import persistable_values, write_pir_gz
 from paddle_user_week32 import BATCH, DIM, SIMCLR_TEMP, STEPS, encoder, projector
 
 
@@ -37,10 +34,7 @@ def main(out: Path) -> None:
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
         for index, (param, grad) in enumerate(pairs, 1):   # fetched by fetch ops: a fetch_list of them crashes
             paddle._pir_ops.fetch(grad, f"{param.name}@GRAD", index).persistable = True
-    with tempfile.TemporaryDirectory() as tmp:
-        core.serialize_pir_program(main_prog, f"{tmp}/train.json", True, False, True)
-        (out / "simclr_pir_train.json.gz").write_bytes(gzip.compress(Path(f"{tmp}/train.json").read_bytes(),
-                                                                     mtime=0))
+    write_pir_gz(main_prog, out / "simclr_pir_train.json")
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(startup)
     legacy = np.load(out / "simclr_init.npz")

@@ -30,7 +30,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
+from paddle_programs import gzip_file, pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, TAGS, SENTENCES, BATCH, STEPS, HIDDEN = 20, 6, 5, 16, 4, 4, 8
 RNG = np.random.default_rng(33)
@@ -187,8 +187,7 @@ def main_pir(out: Path) -> None:
     predicted = predict(str(out / "tagger_pir.json"), str(out / "tagger_pir.pdiparams"),
                         {"words": data["words"], "lengths": data["lengths"]})
     np.savez(out / "predictor_pir.npz", dygraph=dygraph, **predicted)
-    write_gz(out / "tagger_pir.json", (out / "tagger_pir.json").read_bytes())
-    (out / "tagger_pir.json").unlink()
+    gzip_file(out / "tagger_pir.json")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
+from paddle_programs import gzip_file, pir_half, predict, script_main, without_callstacks, write_gz
 
 VOCAB, LENGTH, DIM, EMBED, CLASSES = 12, 6, 16, 8, 4
 START, END, PAD = 1, VOCAB - 1, 0
@@ -295,8 +295,7 @@ def main_pir(out: Path) -> None:
         predicted = predict(str(out / f"{name}_pir.json"), str(out / f"{name}_pir.pdiparams"),
                             {spec.name: test[spec.name]})
         outputs.update({f"{name}_{k}": v for k, v in predicted.items()})
-        write_gz(out / f"{name}_pir.json", (out / f"{name}_pir.json").read_bytes())
-        (out / f"{name}_pir.json").unlink()
+        gzip_file(out / f"{name}_pir.json")
     np.savez(out / "predictor_pir.npz", **outputs)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import pir_half, predict, script_main, without_callstacks, write_gz
+from paddle_programs import gzip_file, pir_half, predict, script_main, without_callstacks, write_gz
 
 SIZE, STYLE_STEPS, DREAM_STEPS, NOISY, IG_STEPS, CLASSES = 16, 6, 4, 3, 8, 3
 CONTENT_W, STYLE_W, TV_W, DREAM_CHANNEL, FREQ_W = 1.0, 50.0, 0.05, 2, 0.5
@@ -211,8 +211,7 @@ def saliency_week(out: Path, exe, meta: dict) -> None:
     write_gz(out / "saliency.pb", without_callstacks(program))
     write_gz(out / "saliency_startup.pb", without_callstacks(startup))
     model = out / "export.pdmodel"
-    write_gz(model, model.read_bytes())
-    model.unlink()
+    gzip_file(model)
 
 
 def lbfgs_dygraph(out: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle_programs import predict, write_gz
+from paddle_programs import gzip_file, predict
 from paddle_user_week37 import BATCH, DIM, NEG, STEPS, VOCAB
 
 
@@ -55,5 +55,4 @@ def main_pir(out: Path) -> None:
     words = np.arange(VOCAB, dtype=np.int64)
     predicted = predict(str(out / "embed_pir.json"), str(out / "embed_pir.pdiparams"), {"words": words})
     np.savez(out / "predictor_pir.npz", words=words, **predicted)
-    write_gz(out / "embed_pir.json", (out / "embed_pir.json").read_bytes())
-    (out / "embed_pir.json").unlink()
+    gzip_file(out / "embed_pir.json")

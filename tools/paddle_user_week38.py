@@ -30,7 +30,15 @@ import paddle.distribution as D
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import legacy_persistables, pir_half, run_steps, script_main, without_callstacks, write_gz
+from paddle_programs import (
+    gzip_file,
+    legacy_persistables,
+    pir_half,
+    run_steps,
+    script_main,
+    without_callstacks,
+    write_gz,
+)
 
 BATCH, STEPS, LR, SEED, COMPONENTS, PASSES = 16, 6, 0.01, 38, 3, 20
 RNG = np.random.default_rng(38)
@@ -205,8 +213,7 @@ def main_pir(out: Path) -> None:
     names = ("weights", "mu", "sigma", "sample")
     predicted = {name: value.numpy() for name, value in zip(names, loaded(paddle.to_tensor(x)))}
     np.savez(out / "sampler_pir.npz", **predicted)
-    write_gz(out / "sampler_pir.json", (out / "sampler_pir.json").read_bytes())
-    (out / "sampler_pir.json").unlink()
+    gzip_file(out / "sampler_pir.json")
 
 
 if __name__ == "__main__":

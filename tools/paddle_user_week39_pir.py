@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn as nn
-from paddle.base import core
-from paddle_programs import predict, write_gz
+from paddle_programs import gzip_file, predict, write_gz, write_pir_gz
 from paddle_user_week39 import DOUBLE, POINTS, RAYS, SAMPLES, SDF_STEPS, Field, render, sdf_program
 
 
@@ -37,9 +36,7 @@ def sdf_pir(out: Path) -> None:
             losses[activation] = [float(exe.run(main, feed={"points": points[step * POINTS:(step + 1) * POINTS]},
                                                 fetch_list=[loss])[0]) for step in range(SDF_STEPS)]
         for name, program in (("train", main), ("startup", startup)):
-            with tempfile.TemporaryDirectory() as tmp:
-                core.serialize_pir_program(program, f"{tmp}/p.json", True, False, True)
-                write_gz(folder / f"{activation}_{name}.json", Path(f"{tmp}/p.json").read_bytes())
+            write_pir_gz(program, folder / f"{activation}_{name}.json")
     (folder / "losses.json").write_text(json.dumps(losses, indent=1) + "\n")
 
 
@@ -96,8 +93,7 @@ def main_pir(out: Path) -> None:
     dygraph = model(*(paddle.to_tensor(feed[name]) for name in ("rays_o", "rays_d", "depths")))
     np.savez(out / "predictor_pir.npz", **predicted, **unoptimised,
              **{f"dygraph_{i}": value.numpy() for i, value in enumerate(dygraph)})
-    write_gz(out / "nerf_pir.json", (out / "nerf_pir.json").read_bytes())
-    (out / "nerf_pir.json").unlink()
+    gzip_file(out / "nerf_pir.json")
     paddle.enable_static()
     sdf_pir(out)
     double_grad_pir(out)
