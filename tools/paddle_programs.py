@@ -88,6 +88,31 @@ def train_saving_values(exe, folder: Path, programs: tuple, loss, batches: dict,
     return scope, losses
 
 
+def weighted_corner(exe, feeds: dict, build, draw, weights: str = "w"):
+    """A float64 gradient corner in legacy static mode: each of ``feeds`` an input needing its gradient, the loss
+    sum(weights * build(inputs)) with the weights (fed as ``weights``) drawn by ``draw(size)`` once a run of the
+    forward tells the value's size, and Paddle's gradients (paddle.static.gradients) of every input: (the forward,
+    the program with the gradients, {"loss", "value", weights, each input's name and "<input>@GRAD": its numbers})."""
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        inputs = {}
+        for key, value in feeds.items():
+            inputs[key] = paddle.static.data(key, list(value.shape), "float64")
+            inputs[key].stop_gradient = False
+        value = build(inputs)
+        weight = paddle.static.data(weights, [-1], "float64")
+        loss = paddle.sum(paddle.reshape(value, [-1]) * weight)
+        forward = main.clone()
+        grads = paddle.static.gradients(loss, list(inputs.values()))
+    (shaped,) = exe.run(forward, feed={**feeds, weights: np.zeros(1)}, fetch_list=[value.name])
+    drawn = draw(shaped.size)
+    fetched = exe.run(main, feed={**feeds, weights: drawn}, fetch_list=[loss, value, *grads])
+    numbers = {"loss": fetched[0], "value": fetched[1]}
+    for key, grad in zip(inputs, fetched[2:]):
+        numbers[key], numbers[f"{key}@GRAD"] = feeds[key], grad
+    return forward, main, {**numbers, weights: drawn}
+
+
 def write_training_case(out: Path, programs: dict, feed: dict):
     """Write ``programs`` (name -> Program, with "train" and "startup" among them) without call stacks, run the
     startup and save every initialised persistable var (params.npz) and the feed (feed.npz); returns (executor,

@@ -41,6 +41,7 @@ from paddle_programs import (
     pir_half,
     script_main,
     train_saving_values,
+    weighted_corner,
     without_callstacks,
     write_gz,
     write_programs_gz,
@@ -232,25 +233,8 @@ PADDLE_GRADIENT_PROGRAMS = ("conv3d_groups_dilation", "maxpool3d_ceil", "avgpool
 def corner_programs(out: Path, exe) -> None:
     results = {}
     for name, (feeds, build) in corner_cases().items():
-        main = paddle.static.Program()
-        with paddle.static.program_guard(main, paddle.static.Program()):
-            inputs = {}
-            for key, value in feeds.items():
-                inputs[key] = paddle.static.data(key, list(value.shape), "float64")
-                inputs[key].stop_gradient = False
-            value = build(inputs)
-            weight = paddle.static.data("weights", [-1], "float64")
-            loss = paddle.sum(paddle.reshape(value, [-1]) * weight)
-            forward = main.clone()
-            grads = paddle.static.gradients(loss, list(inputs.values()))
-        (shaped,) = exe.run(forward, feed={**feeds, "weights": np.zeros(1)}, fetch_list=[value.name])
-        w = normal32(shaped.size)
-        fetched = exe.run(main, feed={**feeds, "weights": w}, fetch_list=[loss, *grads])
-        results[f"{name}_loss"] = fetched[0]
-        for key, grad in zip(inputs, fetched[1:]):
-            results[f"{name}_{key}"] = feeds[key]
-            results[f"{name}_{key}@GRAD"] = grad
-        results[f"{name}_weights"] = w
+        forward, main, numbers = weighted_corner(exe, feeds, build, normal32, "weights")
+        results.update({f"{name}_{key}": value for key, value in numbers.items() if key != "value"})
         write_gz(out / f"corner_{name}.pb", without_callstacks(forward))
         if name in PADDLE_GRADIENT_PROGRAMS:
             write_gz(out / f"corner_{name}_paddle.pb", without_callstacks(main))

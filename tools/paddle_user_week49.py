@@ -43,6 +43,7 @@ from paddle_programs import (
     pir_half,
     script_main,
     train_saving_values,
+    weighted_corner,
     without_callstacks,
     write_gz,
     write_pir_gz,
@@ -242,25 +243,8 @@ def lambda_pairs(scores, labels):
 def corner_programs(out: Path, exe) -> None:
     results = {}
     for name, (feeds, build) in corner_cases().items():
-        main = paddle.static.Program()
-        with paddle.static.program_guard(main, paddle.static.Program()):
-            inputs = {}
-            for key, value in feeds.items():
-                inputs[key] = paddle.static.data(key, list(value.shape), "float64")
-                inputs[key].stop_gradient = False
-            value = build(inputs)
-            weight = paddle.static.data("w", [-1], "float64")
-            loss = paddle.sum(paddle.reshape(value, [-1]) * weight)
-            forward = main.clone()
-            grads = paddle.static.gradients(loss, list(inputs.values()))
-        (shaped,) = exe.run(forward, feed={**feeds, "w": np.zeros(1)}, fetch_list=[value.name])
-        w = RNG.normal(size=shaped.size)
-        fetched = exe.run(main, feed={**feeds, "w": w}, fetch_list=[loss, value, *grads])
-        results[f"{name}_loss"], results[f"{name}_value"] = fetched[0], fetched[1]
-        for key, grad in zip(inputs, fetched[2:]):
-            results[f"{name}_{key}"] = feeds[key]
-            results[f"{name}_{key}@GRAD"] = grad
-        results[f"{name}_w"] = w
+        forward, _, numbers = weighted_corner(exe, feeds, build, lambda size: RNG.normal(size=size))
+        results.update({f"{name}_{key}": value for key, value in numbers.items()})
         write_gz(out / f"corner_{name}.pb", without_callstacks(forward))
     np.savez(out / "corners.npz", **results)
 
