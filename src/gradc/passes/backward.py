@@ -15,7 +15,8 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     the one gradc picks; None: it can): only a loss written after its last backward op (a gradient penalty, a
     Hessian-vector product) is differentiated again; a loss with backward ops after it has been differentiated
     already, and would be compiled twice, unless the program goes on after them and none starts from it (GradNorm's
-    task losses, each before the gradients of its weighted copy)."""
+    task losses, each before the gradients of its weighted copy). A training program takes a second optimizer as
+    Paddle's second minimize() appends one: of a forward loss no backward starts from (DARTS's two levels)."""
     ops = program.global_block.ops
     last = max((idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD)), default=None)
     if last is None:
@@ -24,7 +25,10 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     names = [name or default_loss(program, notice=False) for name in names]
     writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
     if any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
-        return _REFUSAL
+        first = min(idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD))
+        if all(names) and max(writers) < first and not seed_ops(ops, names):
+            return None   # a second minimize(): a forward loss no backward starts from, over its own parameters
+        return _REFUSAL + _SECOND_MINIMIZE
     if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not seed_ops(ops, names)):
         return None
     return _REFUSAL
@@ -39,6 +43,8 @@ def _goes_on_after(ops, last: int) -> bool:
 _REFUSAL = ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
             "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
             "(--loss)")
+_SECOND_MINIMIZE = ("; a second optimizer, as a second minimize() (DARTS's architecture and weights), takes a loss "
+                    "of the forward part that no backward starts from yet (--loss, and --param for its parameters)")
 
 
 @register_pass
