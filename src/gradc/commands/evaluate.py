@@ -31,8 +31,10 @@ def _finite(ctx, param, value: float | None) -> float | None:
 
 @click.command()
 @click.argument("program", type=click.Path())
-@click.option("--data", required=True, type=click.Path(), help="The examples, in any form gradc train reads: an .npz "
-              "of arrays named after feed vars, a directory of NAME.npy files, or a .csv whose header names them.")
+@click.option("--data", required=True, type=click.Path(), multiple=True, help="The examples, in any form gradc train "
+              "reads: an .npz of arrays named after feed vars, a directory of NAME.npy files, or a .csv whose header "
+              "names them. Repeatable: data sets of as many examples each, a batch of each fed together (DARTS's "
+              "training and validation splits).")
 @click.option("--episodes", is_flag=True, help="Each example of --data is one run's whole feed, without a batch "
               "axis (a meta-learning task's support and query sets); the means are over the episodes.")
 @click.option("--feed", type=click.Path(), help="Inputs that are the same for every batch (prior boxes, anchors): "
@@ -69,10 +71,12 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
     prog = load(program)
-    if feed is not None or episodes:
-        data = Dataset.load(data, "data", prog, others=True,
-                            fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
+    if feed is not None or episodes or len(data) > 1:
+        data = Dataset.joined(data, "data", prog, others=True,
+                              fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)
         batch_size = 1 if episodes else batch_size
+    else:
+        data = data[0]
     try:
         results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches,
                                    loss=list(losses), label=label, topk=topk, strict=strict_params, seed=seed,

@@ -31,10 +31,12 @@ from .train_report import JsonLinesReporter
 
 @click.command()
 @click.argument("program", type=click.Path())
-@click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
-              "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
-              ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example). "
-              "Sentences: ids flat with their offsets as ids@LOD0, each batch padded to its longest.")
+@click.option("--data", type=click.Path(), multiple=True, help="Training examples: an .npz of arrays named after "
+              "feed vars that share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by "
+              "batch), or a .csv whose header names each column's feed var (x,x,x,x,label: a var's values an example). "
+              "Sentences: ids flat with their offsets as ids@LOD0, each batch padded to its longest. Repeatable: data "
+              "sets of as many examples each, a batch of each fed at every step (DARTS's training and validation "
+              "splits).")
 @click.option("--episodes", is_flag=True, help="Each example of --data (and --eval) is one step's whole feed, "
               "without a batch axis: a meta-learning task's support and query sets, as Paddle's "
               "DataLoader(batch_size=None) gives them (--batch-size is then 1).")
@@ -56,8 +58,8 @@ from .train_report import JsonLinesReporter
 @click.option("--drop-last", is_flag=True, help="Leave out the last batch of an epoch when it is not full.")
 @click.option("--steps", type=click.IntRange(min=1), help="With --feed: how many steps (default 10). With --data: "
               "stop after this many steps in all.")
-@click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
-              "the forward part in test mode, the mean of each fetched scalar.")
+@click.option("--eval", "eval_data", type=click.Path(), multiple=True, help="Examples to evaluate after each epoch "
+              "(like --data, repeatable too): the forward part in test mode, the mean of each fetched scalar.")
 @metric_options((), "With --eval: also each epoch's top-k accuracy at each K, where the program's class scores "
                 "and the data's labels allow it (with --recall: recall@K; a multi-label loss's micro and macro F1). "
                 "Repeatable.")
@@ -126,6 +128,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
     step and epoch lines before the error and no "end" line); 2 a usage error; 130 interrupted (Ctrl-C; with --json,
     the "end" line says "interrupted": true)."""
+    data, eval_data = data or None, eval_data or None   # repeatable: () when not given
     if data is None and feed is None:
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if lr is not None:   # compile takes --lr, so a user gives train one too
@@ -189,9 +192,11 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.load(data, "data", trainer.program, fixed=fixed, episodes=episodes)
-        if eval_data is not None and (fixed or episodes):
-            eval_data = Dataset.load(eval_data, "eval data", trainer.program, fixed=fixed, episodes=episodes)
+        source = Dataset.joined(data, "data", trainer.program, fixed=fixed, episodes=episodes)
+        if eval_data is not None and (fixed or episodes or len(eval_data) > 1):
+            eval_data = Dataset.joined(eval_data, "eval data", trainer.program, fixed=fixed, episodes=episodes)
+        elif eval_data is not None:
+            eval_data = eval_data[0]
         batch_size = 1 if episodes else batch_size   # epochs None: Trainer.fit's, as many as the steps span
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays,

@@ -83,6 +83,29 @@ class Dataset:
             return dataset
         return cls(read_arrays(path, what), f"{what} '{path}'", fixed, episodes)
 
+    @classmethod
+    def joined(cls, paths: Sequence[str | Path], what: str = "data", program: Program | None = None,
+               others: bool = False, fixed: Mapping[str, np.ndarray] | None = None, episodes: bool = False) -> Dataset:
+        """Data sets of as many examples each, fed together: a batch holds the same examples of each (DARTS's
+        training and validation splits, a batch of both a step); one path is ``load``'s."""
+        if len(paths) == 1:
+            return cls.load(paths[0], what, program, others, fixed, episodes)
+        parts = [cls.load(path, what, program, others, episodes=episodes) for path in paths]
+        if len({part.size for part in parts}) != 1:
+            sizes = ", ".join(f"{part.source} {part.size}" for part in parts)
+            raise GradcError(f"{what}: data sets given together feed a batch of each at every step, so they must hold "
+                             f"as many examples each: {sizes} (cut the larger to the smaller)")
+        arrays: dict[str, np.ndarray] = {}
+        for part in parts:
+            for name, value in part.arrays.items():
+                if name in arrays:
+                    raise GradcError(f"{what}: '{name}' is in more than one of {', '.join(map(str, paths))}: each "
+                                     f"input comes from one data set")
+                arrays[name] = value
+                if name in part.sequences:
+                    arrays[f"{name}{LOD_SUFFIX}0"] = part.sequences[name]
+        return cls(arrays, f"{what} {' + '.join(repr(str(path)) for path in paths)}", fixed, episodes)
+
     def batch_count(self, batch_size: int, drop_last: bool) -> int:
         if self.episodes:
             return self.size
