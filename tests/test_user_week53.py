@@ -205,3 +205,29 @@ def test_gumbel_variant_checks_with_a_fixed_draw(files):
                     "--seed", 3, "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "arch_alpha" in [row["var"] for row in json.loads(run.stdout)["vars"]]
+
+
+def test_check_of_the_bilevel_program_checks_each_level_against_its_own_loss(files):
+    """gradc check of Paddle's program of two minimize()s checked all 17 parameters against the validation loss
+    alone (the last op's scalar), so the weights' gradients Momentum steps on, the training loss's, went unchecked.
+    Now each parameter against the loss its optimizer steps on: alpha against the validation loss, the 16 weights
+    against the training loss, each agreeing with central differences and each var's record naming its loss."""
+    run = gradc_cli("check", files / "train.pb", "--params", files / "init.npz", "--feed", files / "first.npz",
+                    "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["losses"] == [SEARCH["val_loss"], SEARCH["train_loss"]] and result["loss"] is None
+    expected = {"arch_alpha": SEARCH["val_loss"], **{name: SEARCH["train_loss"] for name in SEARCH["weights"]}}
+    assert {row["var"]: row["loss"] for row in result["vars"]} == expected
+    text = gradc_cli("check", files / "train.pb", "--params", files / "init.npz", "--feed", files / "first.npz")
+    assert f"{SEARCH['train_loss']} 16 (conv2d_0.b_0, ...)" in text.stdout, text.stdout
+
+
+def test_check_with_a_loss_named_checks_every_parameter_against_it(files):
+    """--loss keeps the check of one loss over every parameter that reaches it, as before."""
+    run = gradc_cli("check", files / "train.pb", "--params", files / "init.npz", "--feed", files / "first.npz",
+                    "--loss", SEARCH["train_loss"], "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads(run.stdout)
+    assert result["loss"] == SEARCH["train_loss"] and len(result["vars"]) == 17
+    assert all("loss" not in row for row in result["vars"])

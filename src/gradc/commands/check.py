@@ -67,7 +67,13 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..rnn_flat import flat_buffers
-    from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
+    from ..training.programs import (
+        checkable_forward_part,
+        is_training_op,
+        losses_stepped_apart,
+        set_test_mode,
+        updates_parameters,
+    )
     whole = prog = load(program)
     if test_mode:
         set_test_mode(prog)
@@ -95,14 +101,19 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     values = initialised_values(startups)
     values.update(read_files(params, whole))   # a training program's file holds its optimizer state too
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
-    losses = list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
+    # several minimize()s (DARTS's two levels): each parameter against the loss the updates of it step on
+    apart = losses_stepped_apart(whole) if note and not losses and not wrt else []
+    losses = [loss for loss, _ in apart] or list(losses) or [unscaled_loss(whole.global_block, default_loss(prog))]
     loss = losses if len(losses) > 1 else losses[0]   # None: compare_program says why
+    groups = apart or [(loss, list(wrt) or None)]
     # the compile's warnings held back until the check has something to check: a check that cannot run says one line
     with naming_feed(feed), warnings.catch_warnings(record=True) as said:
-        _, checks = compare_program(prog, model_inputs(prog, feed_arrays(feed, prog), feed), list(wrt) or None, loss,
-                                    values, rtol=rtol, atol=atol,
-                                    max_elements=max_elements, float64=True, directions=directions,
-                                    compiled=compiled)
+        feeds, checks = model_inputs(prog, feed_arrays(feed, prog), feed), []
+        for group_loss, group_wrt in groups:
+            checks += compare_program(prog, feeds, group_wrt, group_loss, values, rtol=rtol, atol=atol,
+                                      max_elements=max_elements, float64=True, directions=directions,
+                                      compiled=compiled)[1]
+    loss_of = {name: group_loss for group_loss, names in apart for name in names}
     if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
         _, cut_off = ungraded_parameters(prog.global_block, flat_buffers(prog.global_block), losses)
         why = "".join(f"; {reason}" for reason in cut_off)   # in the one error line, as the warnings are held back
@@ -117,7 +128,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     bad = [c.var for c in checks if c.mismatch is not None]
     if as_json:
         reasons = {name: mismatch_reasons(prog.global_block, [name], losses) for name in bad}
-        emit(checked_document(program, losses, checks, rtol, atol, reasons))
+        emit(checked_document(program, losses, checks, rtol, atol, reasons, loss_of))
         if bad:
             sys.exit(1)
         return
@@ -135,7 +146,10 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
                 f"values (a mean over no elements, a log of 0), where no derivative is defined" if undefined else "")
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}{said}"
                          f"{mismatch_reasons(prog.global_block, bad, losses)}")
-    differentiated = f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}"
+    differentiated = (f"loss {loss}" if len(losses) == 1 else f"the sum of the losses {' + '.join(losses)}" if not apart
+                      else "each parameter against the loss its optimizer steps on: " + "; ".join(
+                          f"{group_loss} {len(names)} ({names[0]}{', ...' if len(names) > 1 else ''})"
+                          for group_loss, names in apart))
     unchecked = [c.var for c in checks if compared_nothing(c)]
     unreached = [c.var for c in checks if c.no_path_to_loss and not compared_nothing(c)]
     said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""

@@ -74,10 +74,11 @@ def compared_nothing(check) -> bool:
 
 
 def checked_document(program: str, losses: list[str], checks, rtol: float, atol: float,
-                     reasons: dict[str, str] | None = None) -> dict:
+                     reasons: dict[str, str] | None = None, loss_of: dict[str, str] | None = None) -> dict:
     """`gradc check --json`: the losses differentiated (``loss`` the one, null with several, whose sum it was), each
     var's comparison (gradcheck.VarCheck) and each mismatch as a problem, with the ``reasons`` ('; ...' clauses, by
-    var) that explain it, as the text's error line gives them."""
+    var) that explain it, as the text's error line gives them; ``loss_of``: each var's own loss (several
+    minimize()s), as its record's "loss"."""
     variables, problems = [], []
     for c in checks:
         m = c.mismatch
@@ -87,6 +88,8 @@ def checked_document(program: str, losses: list[str], checks, rtol: float, atol:
                   "kinks": [{"index": None if k.direction is not None else list(k.index), "direction": k.direction,
                              "compiled": number(k.compiled), "left": number(k.left), "right": number(k.right)}
                             for k in c.kinks]}
+        if loss_of:
+            record["loss"] = loss_of.get(c.var)
         if m is not None:
             record["mismatch"] = {"index": None if m.direction is not None else list(m.index), "direction": m.direction,
                                   "compiled": number(m.analytic), "numeric": number(m.numeric)}
