@@ -231,3 +231,31 @@ def test_check_with_a_loss_named_checks_every_parameter_against_it(files):
     result = json.loads(run.stdout)
     assert result["loss"] == SEARCH["train_loss"] and len(result["vars"]) == 17
     assert all("loss" not in row for row in result["vars"])
+
+
+def test_the_second_order_step_compiles_from_the_unrolled_loss(files, tmp_path):
+    """DARTS's second-order step in one program: Adam on alpha over the unrolled loss, then Momentum on the weights
+    over the training loss, whose gradients paddle.static.gradients already takes inside (the virtual step). The
+    second compile was refused ("the program already has backward ops") because a backward starts from the training
+    loss, though only gradients()' seed does, whose loss op stays a forward op; a loss a minimize() differentiated is
+    still refused. Now one step from Paddle's initial values moves alpha by Adam's first step along the unrolled
+    gradient (whose signs differ from the first-order one's in 8 of 18 places), and check pairs each parameter with
+    its own loss (alpha the unrolled one)."""
+    unrolled, train = META["unrolled"]["val_loss"], META["unrolled"]["train_loss"]
+    first = gradc_cli("compile", files / "unrolled.pb", "-o", tmp_path / "u.pb", "--loss", unrolled, *ARCH)
+    assert first.returncode == 0, first.stderr
+    second = gradc_cli("compile", tmp_path / "u.pb", "-o", tmp_path / "uw.pb", "--loss", train, *WEIGHTS, *MOMENTUM)
+    assert second.returncode == 0, second.stderr
+    run = gradc_cli("train", tmp_path / "uw.pb", "--startup", tmp_path / "u.startup.pb", "--startup",
+                    tmp_path / "uw.startup.pb", "--params", files / "init.npz", "--data", files / "first.npz",
+                    "--batch-size", 8, "--save-params", tmp_path / "p.npz")
+    assert run.returncode == 0, run.stderr
+    feed, init = dict(np.load(files / "first.npz")), np.load(files / "init.npz")["arch_alpha"]
+    gradient = _alpha_gradient(files / "unrolled.pb", unrolled, files / "init.npz", feed)
+    np.testing.assert_allclose(np.load(tmp_path / "p.npz")["arch_alpha"],
+                               init - 0.01 * gradient / (np.abs(gradient) + 1e-8), rtol=0, atol=1e-6)
+    check = gradc_cli("check", tmp_path / "uw.pb", "--params", files / "init.npz", "--feed", files / "first.npz",
+                      "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    rows = {row["var"]: row["loss"] for row in json.loads(check.stdout)["vars"]}
+    assert rows["arch_alpha"] == unrolled and rows["conv2d_0.w_0"] == train

@@ -134,8 +134,8 @@ def marked_losses(block: Block) -> dict[int, list[str]]:
     though nothing differentiates its scale and state."""
     marked = {idx: op.output_names() for idx, op in enumerate(block.ops)
               if is_loss(op) and not (_role(op) or 0) & _BACKWARD_BIT}
-    seeded = {name[:-len(GRAD_SUFFIX)] for op in block.ops if is_loss(op) and (_role(op) or 0) & _BACKWARD_BIT
-              for name in op.output_names() if name.endswith(GRAD_SUFFIX)}
+    seeded = {loss_of_seed(name) for op in block.ops if is_loss(op) and (_role(op) or 0) & _BACKWARD_BIT
+              for name in op.output_names()} - {None}
     if not seeded:
         return marked
     kept = {idx: [name for name in names if name in seeded] for idx, names in marked.items()}
@@ -152,9 +152,16 @@ def seed_ops(ops: list[OpDesc], losses) -> list[int]:
     """The indices of the backward ops that write the gradient of one of ``losses`` from no other gradient: the
     seeds a backward starts from (a fill_constant of ones, a fill_any_like of ones reading a batch-sized loss, an
     assign of a given seed)."""
-    grads = {name + GRAD_SUFFIX for name in losses}
-    return [idx for idx, op in enumerate(ops) if (_role(op) or 0) & _BACKWARD_BIT and grads & set(op.output_names())
+    losses = set(losses)
+    return [idx for idx, op in enumerate(ops) if (_role(op) or 0) & _BACKWARD_BIT
+            and losses & {loss_of_seed(name) for name in op.output_names()}
             and not any(GRAD_SUFFIX in arg for arg in op.input_names())]
+
+
+def loss_of_seed(name: str) -> str | None:
+    """x of x@GRAD, and of x@GRAD@2 (the name a second backward of x gives its gradient: backward/names.py)."""
+    base, _, rest = name.rpartition(GRAD_SUFFIX)
+    return base if base and (not rest or rest[0] == "@" and rest[1:].isdigit()) else None
 
 
 def seeded_losses(block: Block) -> list[str]:

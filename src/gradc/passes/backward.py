@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from ..backward import append_backward, default_loss
 from ..ir import EMPTY_VAR, Program, roles
-from ..pairing import seed_ops
+from ..pairing import is_loss, seed_ops
 from .base import Pass, register_pass
 
 
@@ -26,12 +26,20 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
     if any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
         first = min(idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD))
-        if all(names) and max(writers) < first and not seed_ops(ops, names):
-            return None   # a second minimize(): a forward loss no backward starts from, over its own parameters
+        if all(names) and max(writers) < first and not _minimized(ops, names):
+            return None   # a second minimize(): a forward loss none differentiated, over its own parameters
         return _REFUSAL + _SECOND_MINIMIZE
-    if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not seed_ops(ops, names)):
+    if min(writers) > last or (all(names) and _goes_on_after(ops, last) and not _minimized(ops, names)):
         return None
     return _REFUSAL
+
+
+def _minimized(ops, names: list[str]) -> list[str]:
+    """The losses a minimize() (or append_backward) differentiated: seeded, and their op marked the loss; a seed of
+    gradients() leaves its loss's op a forward op (the inner loss of DARTS's virtual step, of MAML), whose loss may
+    still be trained."""
+    seeded = [name for name in names if seed_ops(ops, [name])]
+    return [name for name in seeded if any(is_loss(op) and name in op.output_names() for op in ops)]
 
 
 def _goes_on_after(ops, last: int) -> bool:
@@ -44,7 +52,7 @@ _REFUSAL = ("the program already has backward ops (op_role 1); compile the forwa
             "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
             "(--loss)")
 _SECOND_MINIMIZE = ("; a second optimizer, as a second minimize() (DARTS's architecture and weights), takes a loss "
-                    "of the forward part that no backward starts from yet (--loss, and --param for its parameters)")
+                    "of the forward part that no minimize() has differentiated (--loss; --param for its parameters)")
 
 
 @register_pass

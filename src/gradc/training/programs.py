@@ -15,7 +15,7 @@ from ..ir import GRAD_SUFFIX, AttrType, Block, OpDesc, Program, roles
 from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, marked_losses, op_kinds, seed_ops
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, is_loss, loss_of_seed, marked_losses, op_kinds, seed_ops
 from .history import default_fetch
 
 TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
@@ -55,11 +55,11 @@ def losses_stepped_apart(program: Program) -> list[tuple[str, list[str]]]:
     for one loss, or several differentiated as a sum."""
     block = program.global_block
     marked = [name for names in marked_losses(block).values() for name in names]
-    seeds = seed_ops(block.ops, marked)
+    seeds = [idx for idx in seed_ops(block.ops, marked) if is_loss(block.ops[idx])]   # not a gradients() seed
     if len(marked) < 2 or len(seeds) != len(marked) or seeds[-1] - seeds[0] == len(seeds) - 1:
         return []
-    grads = {name[:-len(GRAD_SUFFIX)]: idx for idx in seeds for name in block.ops[idx].output_names()
-             if name.endswith(GRAD_SUFFIX)}
+    grads = {loss_of_seed(name): idx for idx in seeds for name in block.ops[idx].output_names()
+             if loss_of_seed(name) in marked}
     stepped = {loss: [] for loss in sorted(grads, key=grads.get)}
     starts = sorted(grads.items(), key=lambda item: item[1])
     for idx, op in enumerate(block.ops):
