@@ -259,3 +259,25 @@ def test_the_second_order_step_compiles_from_the_unrolled_loss(files, tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     rows = {row["var"]: row["loss"] for row in json.loads(check.stdout)["vars"]}
     assert rows["arch_alpha"] == unrolled and rows["conv2d_0.w_0"] == train
+
+
+def test_check_says_a_hard_gumbel_draw_leaves_the_architecture_flat(files, tmp_path):
+    """F.gumbel_softmax(hard=True) (GDAS's one-hot draw): alpha's gradient is 0 everywhere, in Paddle as in gradc, and
+    so are central differences, so check said only "ok" and the architecture would never train. Now the summary names
+    the vars with a gradient of 0 at every element and the hard gumbel_softmax ops, and the straight-through estimator
+    to write instead; the soft draw says nothing of it."""
+    import gradc
+
+    program = gradc.load(files / "gumbel.pb")
+    for op in program.global_block.ops:
+        if op.type == "gumbel_softmax":
+            op.attrs["hard"] = True
+    gradc.save(program, tmp_path / "hard.pb")
+    run = gradc_cli("check", tmp_path / "hard.pb", "--params", files / "init.npz", "--feed", files / "first.npz",
+                    "--seed", 3)
+    assert run.returncode == 0, run.stderr
+    assert "arch_alpha, " in run.stdout and ": a gradient of 0 at every element, central differences too" in run.stdout
+    assert "block 0, op 1 (gumbel_softmax)" in run.stdout and "straight-through" in run.stdout
+    soft = gradc_cli("check", files / "gumbel.pb", "--params", files / "init.npz", "--feed", files / "first.npz",
+                     "--seed", 3)
+    assert soft.returncode == 0 and "a gradient of 0" not in soft.stdout, soft.stdout

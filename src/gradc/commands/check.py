@@ -7,6 +7,7 @@ import sys
 import warnings
 
 import click
+import numpy as np
 
 from ..errors import GradcError, GradcNotice
 from ..executor import randomness
@@ -108,11 +109,12 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     groups = apart or [(loss, list(wrt) or None)]
     # the compile's warnings held back until the check has something to check: a check that cannot run says one line
     with naming_feed(feed), warnings.catch_warnings(record=True) as said:
-        feeds, checks = model_inputs(prog, feed_arrays(feed, prog), feed), []
+        feeds, checks, grads = model_inputs(prog, feed_arrays(feed, prog), feed), [], {}
         for group_loss, group_wrt in groups:
-            checks += compare_program(prog, feeds, group_wrt, group_loss, values, rtol=rtol, atol=atol,
-                                      max_elements=max_elements, float64=True, directions=directions,
-                                      compiled=compiled)[1]
+            group_grads, group_checks = compare_program(prog, feeds, group_wrt, group_loss, values, rtol=rtol,
+                                                        atol=atol, max_elements=max_elements, float64=True,
+                                                        directions=directions, compiled=compiled)
+            checks, grads = checks + group_checks, {**grads, **group_grads}
     loss_of = {name: group_loss for group_loss, names in apart for name in names}
     if not checks:   # "0 vars agree" would pass a loss that no parameter reaches (a metric such as a CER)
         _, cut_off = ungraded_parameters(prog.global_block, flat_buffers(prog.global_block), losses)
@@ -154,5 +156,22 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     unreached = [c.var for c in checks if c.no_path_to_loss and not compared_nothing(c)]
     said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""
     said += f"; {', '.join(unreached)} on no path to the loss (0 both ways: no gradient tested)" if unreached else ""
+    said += flat_said(prog.global_block, [c.var for c in checks if c.var not in unchecked + unreached], grads)
     click.echo(f"{len(checks) - len(unchecked) - len(unreached)} var(s) checked: compiled gradients agree with "
                f"central differences ({differentiated}){said}")
+
+
+def flat_said(block, agreed: list[str], grads: dict) -> str:
+    """'; ...' naming the vars whose gradient is 0 at every element, which central differences agree with: the loss
+    is flat in them there (a one-hot), so training would not move them."""
+    flat = [name for name in agreed if name in grads and not np.any(grads[name])]
+    if not flat:
+        return ""
+    hard = [f"block 0, op {idx} (gumbel_softmax)" for idx, op in enumerate(block.ops)
+            if op.type == "gumbel_softmax" and op.attrs.get("hard")]
+    why = (f"{', '.join(hard)} with hard=True outputs a one-hot, whose gradient is 0, as in Paddle; a straight-through "
+           f"estimator is written in the program (y_hard - y_soft.detach() + y_soft)" if hard else
+           "a step such as round, sign or a one-hot of argmax on the way")
+    them = "it" if len(flat) == 1 else "them"
+    return (f"; {', '.join(flat)}: a gradient of 0 at every element, central differences too: the loss is flat in "
+            f"{them} here, so training would not move {them} ({why})")
