@@ -239,7 +239,7 @@ def test_the_second_order_step_compiles_from_the_unrolled_loss(files, tmp_path):
     second compile was refused ("the program already has backward ops") because a backward starts from the training
     loss, though only gradients()' seed does, whose loss op stays a forward op; a loss a minimize() differentiated is
     still refused. Now one step from Paddle's initial values moves alpha by Adam's first step along the unrolled
-    gradient (whose signs differ from the first-order one's in 8 of 18 places), and check pairs each parameter with
+    gradient (whose signs differ from the first-order one's in 9 of 18 places), and check pairs each parameter with
     its own loss (alpha the unrolled one)."""
     unrolled, train = META["unrolled"]["val_loss"], META["unrolled"]["train_loss"]
     first = gradc_cli("compile", files / "unrolled.pb", "-o", tmp_path / "u.pb", "--loss", unrolled, *ARCH)
