@@ -211,7 +211,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
                              + (f" (did you mean '{close}'?)" if close else ""))
     block.ops, needed = _needed_ops(pruned, fetches, feeds)
     if unfed := _unfed(block, block.ops, needed, feeds):   # all of them at once: a text model's ids and lengths
-        quoted = " and ".join(f"'{name}'" for name in unfed)
+        quoted = _in_words(unfed)
         one = len(unfed) == 1
         feed_it = (f"the data has no array{'' if one else 's'} {quoted}: add {'one' if one else 'them'}" if from_data
                    else f"feed {'it' if one else 'them'}: {' '.join(f'--input {name}' for name in unfed)} on the "
@@ -220,6 +220,12 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
                          f"the feeds ({feed_it}; or fetch something that does not depend on {'it' if one else 'them'})")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned
+
+
+def _in_words(names: list[str]) -> str:
+    """'a', 'b' and 'c': the names quoted as a sentence lists them."""
+    quoted = [f"'{name}'" for name in names]
+    return " and ".join(filter(None, [", ".join(quoted[:-1]), quoted[-1]]))
 
 
 def missing_inputs(program: Program, fetches: list[str], feeds: Iterable[str]) -> list[str]:

@@ -1,0 +1,188 @@
+"""An image-captioning engineer's week (docs/tools.md): a CNN encoder whose feature starts an nn.LSTM decoder (teacher
+forcing, F.cross_entropy with ignore_index=0 over the padded captions) and a Show-Attend-Tell captioner (an LSTMCell
+unrolled over additive attention on the CNN's 16 places, label smoothing of a one-hot under the padding's mask, the
+doubly-stochastic penalty), trained by Adam under LinearWarmup then ExponentialDecay with ClipGradByGlobalNorm against
+Paddle 3.3.1's (tools/paddle_user_week55.py); checked against central differences; the encoder and a one-step decoder
+exported and run step by step in a greedy decoding (BLEU-1 and BLEU-2 by the user), evaluated by the token accuracy.
+Each fault found, as the behaviour it has now."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from cli_inprocess import gradc_cli
+from fixtures import DATA, step_losses, unpacked
+
+WEEK = DATA / "user_week55"
+META = json.loads((WEEK / "meta.json").read_text())
+MODELS = ("showtell", "attend")
+SCHEDULE = "LinearWarmup(ExponentialDecay(0.01, 0.9), 2, 0.0, 0.01)"
+VOCAB, BATCH = 30, 8
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The week's files unpacked, a folder a model, and the first batch of 8 images with their captions."""
+    out = unpacked(WEEK, tmp_path_factory.mktemp("week55"), MODELS)
+    data = np.load(out / "data.npz")
+    np.savez(out / "first.npz", image=data["image"][:BATCH], caption=data["caption"][:BATCH])
+    return out
+
+
+def _train(program, startup, data, *extra):
+    return gradc_cli("train", program, "--startup", startup, "--data", data, "--batch-size", BATCH, "--json",
+                     "--log-every", 1, "--lr-schedule", SCHEDULE, *extra)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_captioner_trains_to_paddles_losses(files, model):
+    """gradc compile --optimizer adam --clip-global-norm 1.0 and train under the LinearWarmup(ExponentialDecay)
+    schedule from Paddle's initial weights: its 5 losses to 1e-6 and its weights to 3e-7, the attention's state
+    projection att_h.w to 3e-6 (Adam divides its small gradients' float32 rounding by their own size); not the
+    score's bias att_v.b, whose exact gradient is 0 (the softmax over the places ignores a shift), so both steps are
+    Adam's of rounding noise (no fault)."""
+    folder = files / model
+    compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "t.pb", "--optimizer", "adam",
+                         "--clip-global-norm", 1.0, "--lr-schedule", SCHEDULE)
+    assert compiled.returncode == 0, compiled.stderr
+    run = _train(folder / "t.pb", folder / "t.startup.pb", files / "data.npz", "--params", folder / "init.npz",
+                 "--save-params", folder / "mine.npz")
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
+    ours, paddle = np.load(folder / "mine.npz"), np.load(folder / "trained.npz")
+    for name in paddle.files:
+        if name in ours.files and name != "att_v.b":   # the LSTM's flat buffer is rebuilt from its cells
+            atol = 3e-6 if name == "att_h.w" else 3e-7
+            np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_paddles_own_programs_train_to_its_losses(files, model):
+    """Paddle's minimize() programs (its global-norm clipping, the rnn op's grad, the unrolled cell's) from its
+    startup: its 5 losses (no fault)."""
+    run = _train(files / model / "train.pb", files / model / "startup.pb", files / "data.npz")
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
+
+
+def test_paddles_pir_program_trains_to_its_losses(files):
+    """The LSTM captioner minimized in PIR static mode: gradc trains Paddle's serialized program to its 5 PIR
+    losses (no fault)."""
+    run = _train(files / "showtell_pir_train.json", files / "showtell_pir_startup.json", files / "data.npz",
+                 "--params", files / "showtell_pir_init.npz", "--fetch", "loss")
+    losses = json.loads((WEEK / "pir_losses.json").read_text())["showtell"]
+    np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_check_agrees_with_central_differences(files, model):
+    """gradc check on Paddle's trained weights and the first batch: every parameter's gradient agrees with float64
+    central differences, through the ignored padding, the attention's softmax and the penalty (no fault)."""
+    run = gradc_cli("check", files / model / "forward.pb", "--params", files / model / "trained.npz", "--feed",
+                    files / "first.npz", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["problems"] == []
+
+
+def _export(program, out, fetches: dict, inputs, params):
+    args = [arg for name, key in fetches.items() for arg in ("--fetch", f"{name}={key}")]
+    args += [arg for name in inputs for arg in ("--input", name)]
+    run = gradc_cli("export", program, "-o", out, "--params", params, *args)
+    assert run.returncode == 0, run.stderr
+
+
+def _exported_pair(files, model):
+    """The encoder exported from the forward program and the one-step decoder from the step program, both with the
+    trained weights."""
+    folder, meta = files / model, META[model]
+    encoder = {meta["h0"]: "h0"} if model == "showtell" else {meta["features"]: "features", meta["h0"]: "h0",
+                                                              meta["c0"]: "c0"}
+    _export(folder / "forward.pb", folder / "encoder", encoder, ["image"], folder / "trained.npz")
+    inputs = ["token", "h", "c"] + (["features"] if model == "attend" else [])
+    _export(folder / "step.pb", folder / "step", {meta["step"][key]: key for key in ("logits", "h_next", "c_next")},
+            inputs, folder / "trained.npz")
+    return folder / "encoder.pdmodel", folder / "step.pdmodel"
+
+
+def _greedy(files, model) -> tuple[np.ndarray, np.ndarray]:
+    """The user's greedy decoding with gradc's Python API: <bos> first, each step fed the best token and the state
+    the last step returned; the tokens and the first step's logits."""
+    import gradc
+
+    encoder_path, step_path = _exported_pair(files, model)
+    executor, first = gradc.Executor(), dict(np.load(files / "first.npz"))
+    encoder, step = gradc.load(encoder_path), gradc.load(step_path)
+    encoder_scope, step_scope = gradc.Scope(), gradc.Scope()
+    gradc.load_params(encoder_scope, encoder_path.with_suffix(".pdiparams"), encoder)
+    gradc.load_params(step_scope, step_path.with_suffix(".pdiparams"), step)
+    if model == "showtell":
+        (h,) = executor.run(encoder, feed={"image": first["image"]}, fetch_list=["h0"], scope=encoder_scope)
+        c, extra, token = np.zeros_like(h), {}, np.ones((BATCH, 1), np.int64)
+    else:
+        features, h, c = executor.run(encoder, feed={"image": first["image"]}, fetch_list=["features", "h0", "c0"],
+                                      scope=encoder_scope)
+        extra, token = {"features": features}, np.ones(BATCH, np.int64)
+    decoded, first_logits = [], None
+    for _ in range(7):
+        logits, h, c = executor.run(step, feed={"token": token, "h": h, "c": c, **extra},
+                                    fetch_list=["logits", "h_next", "c_next"], scope=step_scope)
+        logits = logits.reshape(BATCH, VOCAB)
+        first_logits = logits if first_logits is None else first_logits
+        token = logits.argmax(1).reshape(token.shape)
+        decoded.append(token.reshape(-1))
+    return np.stack(decoded, 1), first_logits
+
+
+def _words(tokens) -> list[int]:
+    """The caption's words: up to <eos> (2), without <bos> (1) and the padding (0)."""
+    words = []
+    for token in tokens:
+        if token == 2:
+            break
+        if token > 2:
+            words.append(int(token))
+    return words
+
+
+def _bleu(candidates, references, n: int) -> float:
+    """Corpus BLEU-n with uniform weights and the brevity penalty, as nltk's corpus_bleu defines it."""
+    precisions = []
+    for order in range(1, n + 1):
+        hits = total = 0
+        for candidate, reference in zip(candidates, references):
+            grams = Counter(tuple(candidate[i:i + order]) for i in range(len(candidate) - order + 1))
+            known = Counter(tuple(reference[i:i + order]) for i in range(len(reference) - order + 1))
+            hits += sum(min(count, known[gram]) for gram, count in grams.items())
+            total += max(len(candidate) - order + 1, 0)
+        precisions.append(hits / total if total else 0.0)
+    if min(precisions) == 0:
+        return 0.0
+    length, reference_length = sum(map(len, candidates)), sum(map(len, references))
+    penalty = 1.0 if length > reference_length else np.exp(1 - reference_length / max(length, 1))
+    return float(penalty * np.exp(np.mean(np.log(precisions))))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_greedy_decoding_step_by_step_gives_paddles_captions(files, model):
+    """The exported encoder and one-step decoder run step by step from Python (the state and the features fed back
+    each step): Paddle's first-step logits to 5e-7 and its 7 greedy tokens of each of the 8 images, so the same
+    BLEU-1 and BLEU-2 against the references (no fault)."""
+    outputs = np.load(files / model / "outputs.npz")
+    tokens, first_logits = _greedy(files, model)
+    np.testing.assert_allclose(first_logits, outputs["first_logits"], rtol=0, atol=5e-7)
+    np.testing.assert_array_equal(tokens, outputs["tokens"])
+    references = [_words(caption[1:]) for caption in np.load(files / "first.npz")["caption"]]
+    for n in (1, 2):
+        ours = _bleu([_words(row) for row in tokens], references, n)
+        assert ours == _bleu([_words(row) for row in outputs["tokens"]], references, n)
+
+
+def test_a_one_step_decoder_exported_without_inputs_names_them_all(files):
+    """Export of the one-step decoder without --input named its three missing inputs "'c' and 'h' and 'token'"; now
+    as a sentence lists them, with the options that give them."""
+    folder = files / "showtell"
+    run = gradc_cli("export", folder / "step.pb", "-o", folder / "bare", "--params", folder / "trained.npz",
+                    "--fetch", f"{META['showtell']['step']['logits']}=logits")
+    assert run.returncode == 1
+    assert "the fetches need 'c', 'h' and 'token', which are neither fed" in run.stderr, run.stderr
+    assert "--input c --input h --input token" in run.stderr
