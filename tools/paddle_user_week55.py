@@ -16,8 +16,10 @@ Both: Adam(LinearWarmup(ExponentialDecay(0.01, 0.9), 2, 0.0, 0.01), grad_clip=Cl
 8. Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, step.pb (the one-step
 decoder: a token, the state (and the features) in; logits and the next state out, the same parameter names),
 init.npz, trained.npz, losses in meta.json; outputs.npz: Paddle's greedy decoding of the first 8 images with the
-trained weights (tokens, the first step's logits). data.npz: images and captions. PIR half: showtell built and
-minimized in PIR static mode (showtell_pir_train.json / _startup.json, _init.npz, pir_losses.json).
+trained weights (tokens, the first step's logits), the best-scored token of every position of the 40 captions
+(all_predicted), and the loss of the 40 at once (set_loss in meta.json). data.npz: images and captions. PIR half:
+showtell built and minimized in PIR static mode (showtell_pir_train.json / _startup.json, _init.npz,
+pir_losses.json).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week55.py tests/data/paddle/user_week55
 """
@@ -227,6 +229,7 @@ def train_model(out: Path, name: str, exe, arrays: dict) -> dict:
         first = {k: v[:BATCH] for k, v in arrays.items()}
         fetched = exe.run(forward, feed=first, fetch_list=[v.name for v in outputs.values()])
         values = dict(zip(outputs, fetched))
+        set_loss, set_logits = exe.run(forward, feed=arrays, fetch_list=[loss.name, outputs["logits"].name])
         if name == "attend":
             encoder_program, _, encoder_outputs = build(attend_encoder_outputs)
             features, h0, c0 = exe.run(encoder_program, feed={"image": first["image"]},
@@ -235,12 +238,13 @@ def train_model(out: Path, name: str, exe, arrays: dict) -> dict:
         else:
             h0 = values["h0"]
             tokens, first_logits = greedy(exe, name, step_program, step_outputs, {"h": h0, "c": np.zeros_like(h0)})
-    np.savez_compressed(folder / "outputs.npz", tokens=tokens, first_logits=first_logits, **values)
+    np.savez_compressed(folder / "outputs.npz", tokens=tokens, first_logits=first_logits,
+                        all_predicted=set_logits.argmax(-1).astype(np.int8), **values)
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup),
                                   ("step", step_program)]:
         write_gz(folder / f"{program_name}.pb", without_callstacks(program))
     return {"loss": loss.name, **{k: v.name for k, v in outputs.items()},
-            "step": {k: v.name for k, v in step_outputs.items()}, "losses": losses}
+            "step": {k: v.name for k, v in step_outputs.items()}, "losses": losses, "set_loss": float(set_loss)}
 
 
 def main(out: Path) -> None:

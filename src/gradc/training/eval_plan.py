@@ -30,6 +30,7 @@ class EvalPlan:
     unfed: dict[str, str] = field(default_factory=dict)   # a loss left out -> the input the data does not hold
     scores: str | None = None          # class scores (accuracy), along ``axis``
     label: str | None = None           # the data's array of class labels
+    label_computed: bool = False       # ``label`` is a var the program computes from the data: fetched, not read
     axis: int | None = -1              # None: the axis the labels' shape leaves out (a model without a loss op)
     ignore_index: int | None = None    # labels not counted
     topk: list[int] = field(default_factory=list)
@@ -88,7 +89,9 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
     if evaluation.label and evaluation.axis is None and (tags := of_output(
             evaluation.program, evaluation.scores, evaluation.label, data_arrays(data)[evaluation.label])):
         evaluation.multilabel, evaluation.scores, evaluation.label, evaluation.topk = tags, None, None, []
-    if evaluation.label:
+    if evaluation.label_computed:
+        _fit_computed_labels(evaluation, mask, ignore_index, data.source)
+    elif evaluation.label:
         labels = data_arrays(data)[evaluation.label]
         if evaluation.axis is None:
             evaluation.axis = class_axis(declared_shape(evaluation.program, evaluation.scores), np.shape(labels))
@@ -113,6 +116,17 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
     if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
         raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
                          f"example would count as right (give k up to {classes})")
+
+
+def _fit_computed_labels(evaluation: EvalPlan, mask: str | None, ignore_index: int | None, source: str) -> None:
+    """Labels the program computes (a captioner's next tokens): the loss op checks their range as it runs; a mask of
+    the data's shape cannot mark them."""
+    if ignore_index is not None:
+        evaluation.ignore_index = ignore_index
+    if mask is not None:
+        raise GradcError(f"{source}: --mask {mask}: the labels '{evaluation.label}' are computed by the program, not "
+                         f"read from the data, so a mask of the data cannot mark them (leave padding out with "
+                         f"--ignore-index N)")
 
 
 def _loss_lengths(evaluation: EvalPlan, arrays, label_shape) -> str | None:

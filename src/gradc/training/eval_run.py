@@ -36,7 +36,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
     tagged = [evaluation.multilabel.scores] if evaluation.multilabel else []
     fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged
-               + ([evaluation.scores] if evaluation.scores else []))
+               + ([evaluation.scores] if evaluation.scores else [])
+               + ([evaluation.label] if evaluation.label_computed else []))
     tags = MultiLabelTally(evaluation.multilabel) if tagged else None
     tags_at = len(scalar_fetches) + len(chunks) + len(towers) + len(ranked) + len(detected)
     retrieval = RecallTally(evaluation.recall_at)
@@ -69,7 +70,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             if tags:
                 tags.add(values[tags_at], batch[evaluation.multilabel.label], data.source)
             if evaluation.scores:
-                tally.add(*_scored(values[-1], batch, evaluation, data.source))
+                scores, labels = values[-2:] if evaluation.label_computed else (values[-1], batch[evaluation.label])
+                tally.add(*_scored(scores, labels, batch, evaluation, data.source))
             count += size
     means = {name: total / count for name, total in totals.items()}
     means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
@@ -82,8 +84,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             **(tags.results() if tags else {})}
 
 
-def _scored(scores, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
-    labels = np.asarray(batch[evaluation.label])
+def _scored(scores, labels, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(labels)
     counted = counted_positions(batch[evaluation.mask], labels.shape) if evaluation.mask else None
     rows = scored_rows(scores, labels, evaluation.axis, evaluation.ignore_index, counted)
     if rows is None:

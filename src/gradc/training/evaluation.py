@@ -33,7 +33,7 @@ from .eval_run import evaluate_plan
 from .history import default_fetch
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
-from .programs import forward_part, missing_inputs, prune
+from .programs import computed_from_data, forward_part, missing_inputs, prune
 from .ranking import check_ranking, parse_ranking
 from .retrieval import check_towers, parse_pair
 from .roc import check_roc, parse_roc
@@ -93,7 +93,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if roc:
         check_roc(forward, names, roc)
         result.roc = roc
-    needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []), *(ranking or ())[:1],
+    needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
+              *([result.label] if result.label_computed else []), *(ranking or ())[:1],
               *(roc or ())[:1],
               *([result.multilabel.scores] if result.multilabel else [])]
     if not needed:
@@ -156,6 +157,13 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
             result.ignore_index = found.ignore_index
             return
+    if label is None:   # labels the program computes from the data: a captioner's next tokens, caption[:, 1:]
+        derived = computed_from_data(forward.global_block)
+        for found in classifiers(forward):
+            if found.label in derived and not missing_inputs(forward, [found.label], names):
+                result.scores, result.label, result.axis = found.scores, found.label, found.axis
+                result.ignore_index, result.label_computed = found.ignore_index, True
+                return
     block, given = forward.global_block, label
     targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     scores = [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]

@@ -228,6 +228,19 @@ def _in_words(names: list[str]) -> str:
     return " and ".join(filter(None, [", ".join(quoted[:-1]), quoted[-1]]))
 
 
+def computed_from_data(block) -> set[str]:
+    """The vars of ``block`` its ops compute from the fed data alone, reading no parameter or other persistable on
+    the way (a caption's shifted tokens, the count of the labels not ignore_index)."""
+    from_data, written = set(), set()   # in op order: an op writing a var it reads (in place) reads the earlier value
+    for op in block.ops:
+        fed = all(name in from_data if name in written else not getattr(block.find_var(name), "persistable", True)
+                  for name in op.input_names())
+        for name in op.output_names():
+            (from_data.add if fed else from_data.discard)(name)
+            written.add(name)
+    return from_data
+
+
 def missing_inputs(program: Program, fetches: list[str], feeds: Iterable[str]) -> list[str]:
     """The vars ``fetches`` need from outside block 0 that ``feeds`` leave out (not persistable: inputs)."""
     feeds = set(feeds)

@@ -16,7 +16,7 @@ from ..ir import Program
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..shapes import numel
 from .history import default_fetch, scalar
-from .programs import prune
+from .programs import computed_from_data, prune
 
 RATIOS = ("Precision", "Recall", "F1-Score")
 COUNTS = ("NumInferChunks", "NumLabelChunks", "NumCorrectChunks")
@@ -51,13 +51,7 @@ def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, 
     weighs less in the set's mean than its examples say."""
     block = program.global_block
     writers = {name: op for op in block.ops for name in op.output_names()}
-    from_data, written = set(), set()   # in op order: an op writing a var it reads (in place) reads the earlier value
-    for op in block.ops:
-        fed = all(name in from_data if name in written else not getattr(block.find_var(name), "persistable", True)
-                  for name in op.input_names())
-        for name in op.output_names():
-            (from_data.add if fed else from_data.discard)(name)
-            written.add(name)
+    from_data = computed_from_data(block)
 
     def is_scalar(name: str) -> bool:
         var = block.find_var(name)
