@@ -186,3 +186,60 @@ def test_a_one_step_decoder_exported_without_inputs_names_them_all(files):
     assert run.returncode == 1
     assert "the fetches need 'c', 'h' and 'token', which are neither fed" in run.stderr, run.stderr
     assert "--input c --input h --input token" in run.stderr
+
+
+@pytest.mark.parametrize("model, ignore", [("showtell", ()), ("attend", ()), ("attend", ("--ignore-index", 0))])
+def test_evaluate_gives_the_token_accuracy_of_the_shifted_captions(files, model, ignore):
+    """The loss reads caption[:, 1:], a var the program computes, not an array of the data: gradc evaluate gave the
+    loss alone, and --f1 said "the program has no cross-entropy op whose labels the data holds". Now the labels the
+    program computes from the data are fetched with the scores: the accuracy of Paddle's best tokens over the 40
+    captions, the padding left out by the loss's ignore_index (0.0993), or by --ignore-index 0 where the smoothed
+    one-hot loss has none (0.0927; 0.05 with the padding counted), the same at batch 7 and 40."""
+    targets = np.load(files / "data.npz")["caption"][:, 1:]
+    predicted = np.load(files / model / "outputs.npz")["all_predicted"]
+    counted = targets != 0 if model == "showtell" or ignore else np.ones_like(targets, bool)
+    for batch in (7, 40):
+        run = gradc_cli("evaluate", files / model / "forward.pb", "--params", files / model / "trained.npz",
+                        "--data", files / "data.npz", "--batch-size", batch, "--json", *ignore)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["acc"] == pytest.approx(np.mean((predicted == targets)[counted]), abs=1e-12)
+
+
+def test_evaluate_f1_and_train_eval_of_computed_labels(files, tmp_path):
+    """--f1 scores the computed labels too (each token's class over the set), and train --eval --topk 1 reports each
+    epoch's token accuracy."""
+    folder = files / "showtell"
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                    files / "data.npz", "--f1", "--json")
+    assert run.returncode == 0, run.stderr
+    assert len(json.loads(run.stdout)["class_f1"]) == VOCAB
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam").returncode == 0
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", files / "data.npz", "--batch-size", 8, "--eval", files / "data.npz",
+                    "--topk", 1, "--json")
+    assert run.returncode == 0, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert 0 < epochs[0]["acc"] < 1
+
+
+def test_a_mask_of_the_data_cannot_mark_computed_labels(files):
+    """--mask with labels the program computes is refused in one line that says why and what to use instead."""
+    folder = files / "showtell"
+    run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                    files / "data.npz", "--mask", "caption")
+    assert run.returncode == 1
+    assert "are computed by the program, not read from the data" in run.stderr and "--ignore-index" in run.stderr
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_evaluate_gives_the_loss_of_the_whole_set_at_any_batch(files, model):
+    """The attention captioner's loss is the masked token mean plus 0.5 times the penalty averaged by image: gradc
+    evaluate weighted the whole sum by images, 7.9331 at batch 1 against Paddle's 7.9477 over the 40 at once. Now a
+    sum of scaled scalars with a masked mean among them is the sum of each term's set value (the mean's over the
+    set's token count): Paddle's loss of the 40 to 1e-6 at batch 1, 7 and 40; the LSTM's ignore_index mean as
+    before."""
+    for batch in (1, 7, 40):
+        run = gradc_cli("evaluate", files / model / "forward.pb", "--params", files / model / "trained.npz",
+                        "--data", files / "data.npz", "--batch-size", batch, "--json")
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["loss"] == pytest.approx(META[model]["set_loss"], rel=1e-6), batch

@@ -28,7 +28,10 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ratios = chunk_ratios(evaluation.program, evaluation.scalars)
     chunks = dict.fromkeys(sorted({count for _, counts in ratios.values() for count in counts}), 0)
     averaged = list(dict.fromkeys([*evaluation.scalars, *(mean for mean, _ in evaluation.derived.values())]))
-    counted = set_metrics.per_count(evaluation.program, evaluation.scalars)
+    summed = set_metrics.sums_of_ratios(evaluation.program, evaluation.scalars)
+    terms = [term for _, pairs in summed.values() for _, term in pairs]
+    averaged = list(dict.fromkeys([*averaged, *terms]))
+    counted = set_metrics.per_count(evaluation.program, [*evaluation.scalars, *terms])
     # summed apart from the averages, for the set's ratios: a count also fetched (--fetch) is averaged too
     parts = list(dict.fromkeys(part for pair in counted.values() for part in pair))
     scalar_fetches = averaged + parts
@@ -76,6 +79,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     means = {name: total / count for name, total in totals.items()}
     means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
     means.update({name: sums[top] / sums[bottom] for name, (top, bottom) in counted.items() if sums[bottom]})
+    means.update({name: constant + sum(weight * means[term] for weight, term in pairs)
+                  for name, (constant, pairs) in summed.items()})
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'

@@ -68,6 +68,44 @@ def per_count(program: Program, scalars: Sequence[str]) -> dict[str, tuple[str, 
     return found
 
 
+def sums_of_ratios(program: Program, scalars: Sequence[str]) -> dict[str, tuple[float, list[tuple[float, str]]]]:
+    """Each of ``scalars`` that is no per_count ratio itself but a sum of scaled scalars one of which is (a masked
+    token mean plus a penalty by example: Show-Attend-Tell's loss), as its constant and its (coefficient, term) pairs:
+    its set value is theirs, each term's the set's own (a ratio's sums, else the mean by example)."""
+    block = program.global_block
+    writers = {name: op for op in block.ops for name in op.output_names()}
+    direct = per_count(program, scalars)
+    found = {}
+    for name in scalars:
+        terms: list[tuple[float, str]] = []
+        constant = _linear_terms(block, writers, name, 1.0, terms)
+        if name not in direct and len(terms) > 1 and per_count(program, [term for _, term in terms]):
+            found[name] = (constant, terms)
+    return found
+
+
+def _linear_terms(block, writers: dict, name: str, coefficient: float, terms: list) -> float:
+    """``name`` as a constant plus ``coefficient``-scaled scalar terms (appended to ``terms``), through the
+    scalar additions, subtractions and scales that write it; returns the constant."""
+    op = writers.get(name)
+    var = block.find_var(name)
+    if op is None or var is None or var.shape is None or numel(var.shape) != 1:
+        terms.append((coefficient, name))
+        return 0.0
+    if op.type in ("elementwise_add", "elementwise_sub") and all(
+            (v := block.find_var(n)) is not None and v.shape is not None and numel(v.shape) == 1
+            for n in op.input_names()):
+        sign = 1.0 if op.type == "elementwise_add" else -1.0
+        return (_linear_terms(block, writers, op.input("X")[0], coefficient, terms)
+                + _linear_terms(block, writers, op.input("Y")[0], sign * coefficient, terms))
+    if op.type == "scale" and not op.input("ScaleTensor"):
+        scale, bias = float(op.attrs.get("scale", 1.0)), float(op.attrs.get("bias", 0.0))
+        shift = bias if op.attrs.get("bias_after_scale", True) else scale * bias
+        return coefficient * shift + _linear_terms(block, writers, op.input("X")[0], coefficient * scale, terms)
+    terms.append((coefficient, name))
+    return 0.0
+
+
 def _unguarded(writers: dict, count: str) -> str:
     """The count without a guard against a batch with nothing to count, which would add to the set's count for each
     such batch: F.cross_entropy's count + (count == 0), a masked task loss's maximum(count, 1) or clip(count, min=1)
