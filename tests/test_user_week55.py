@@ -243,3 +243,33 @@ def test_evaluate_gives_the_loss_of_the_whole_set_at_any_batch(files, model):
                         "--data", files / "data.npz", "--batch-size", batch, "--json")
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["loss"] == pytest.approx(META[model]["set_loss"], rel=1e-6), batch
+
+
+def test_a_decoding_steps_next_state_named_as_its_input_is_refused_with_the_way_to_do_it(files, tmp_path):
+    """Exporting the one-step decoder with its next state named as its input (--fetch lstm_0.tmp_1=h, so each step's
+    --out feeds the next) was refused with "the model has a var of that name"; now the refusal says why and what
+    works: the fetch named h_next, stored as h by gradc run --fetch h_next=h; two steps so on the command line give
+    Paddle's first two tokens of each image."""
+    folder, step = files / "showtell", META["showtell"]["step"]
+    args = ("--params", folder / "trained.npz", "--input", "token", "--input", "h", "--input", "c")
+    run = gradc_cli("export", folder / "step.pb", "-o", tmp_path / "step", "--fetch", f"{step['logits']}=logits",
+                    "--fetch", f"{step['h_next']}=h", "--fetch", f"{step['c_next']}=c", *args)
+    assert run.returncode == 1
+    assert (f"cannot rename the fetch '{step['h_next']}' to 'h': 'h' is an input of the model" in run.stderr
+            and "gradc run --fetch h_next=h" in run.stderr), run.stderr
+    encoder, decoder = _exported_pair(files, "showtell")
+    run = gradc_cli("run", encoder, "--params", encoder.with_suffix(".pdiparams"), "--feed", files / "first.npz",
+                    "--fetch", "h0=h", "-o", tmp_path / "state.npz")
+    assert run.returncode == 0, run.stderr
+    state = dict(np.load(tmp_path / "state.npz"))
+    state.update(c=np.zeros_like(state["h"]), token=np.ones((BATCH, 1), np.int64))
+    tokens = []
+    for _ in range(2):
+        np.savez(tmp_path / "in.npz", **state)
+        run = gradc_cli("run", decoder, "--params", decoder.with_suffix(".pdiparams"), "--feed", tmp_path / "in.npz",
+                        "--fetch", "logits", "--fetch", "h_next=h", "--fetch", "c_next=c", "-o", tmp_path / "out.npz")
+        assert run.returncode == 0, run.stderr
+        state = dict(np.load(tmp_path / "out.npz"))
+        state["token"] = state.pop("logits").reshape(BATCH, VOCAB).argmax(1)[:, None]
+        tokens.append(state["token"][:, 0])
+    np.testing.assert_array_equal(np.stack(tokens, 1), np.load(folder / "outputs.npz")["tokens"][:, :2])

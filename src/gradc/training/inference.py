@@ -33,7 +33,7 @@ def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[
         raise GradcError("export needs at least one fetch var (the model's output)")
     model = prune(forward_part(program, derivatives_of=fetches), list(fetches), feeds)
     if rename:
-        _rename(model, dict(rename), {*feeds, *fetches})
+        _rename(model, dict(rename), feeds, fetches)
         feeds, fetches = [rename.get(n, n) for n in feeds], [rename.get(n, n) for n in fetches]
     block = model.global_block
     for name in feeds:
@@ -47,10 +47,14 @@ def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[
     return model
 
 
-def _rename(model: Program, rename: dict[str, str], ends: set[str]) -> None:
+def _rename(model: Program, rename: dict[str, str], feeds: list[str], fetches: list[str]) -> None:
     """Give inputs and outputs of the pruned model new names, in every op and var that has them."""
-    taken = {name for block in model.blocks for name in block.vars}
+    taken, ends = {name for block in model.blocks for name in block.vars}, {*feeds, *fetches}
     for old, new in rename.items():
+        if old in fetches and new in feeds and new not in rename:   # a decoding step's next state, named as its input
+            raise GradcError(f"export: cannot rename the fetch '{old}' to '{new}': '{new}' is an input of the model, "
+                             f"and a model's var has one name (name the fetch otherwise, --fetch {old}={new}_next, "
+                             f"and store it as the next step's input with gradc run --fetch {new}_next={new})")
         if old not in ends:
             raise GradcError(f"export: cannot rename '{old}': only an input or a fetch is renamed "
                              f"(inputs and fetches: {', '.join(sorted(ends))})")
