@@ -17,19 +17,25 @@ DROPOUT_STATE_SUFFIX = ".dropout_state__non_persistable"   # the layer names the
 def flat_buffers(block: Block) -> dict[str, list[str]]:
     """buffer -> the cell tensors it holds, in its order (the rnn op's WeightList: every weight, then every bias, as
     coalesce_tensor lays them out): for each rnn op whose layer's `<layer>.w_0` is a parameter no op reads, of their
-    total size."""
+    total size. A PIR program names the DropoutState without its layer: the one such buffer of that size."""
     read = {name for op in block.ops for name in op.input_names()}
+    unread = {var.name: numel(var.shape) for var in block.vars.values()
+              if var.is_parameter and var.name.endswith(".w_0") and var.name not in read and var.shape is not None}
     buffers = {}
     for op in block.ops:
         if op.type != "rnn" or not op.output("DropoutState"):
             continue
-        layer = op.output("DropoutState")[0].removesuffix(DROPOUT_STATE_SUFFIX)
-        buffer, cells = block.find_var(f"{layer}.w_0"), op.input("WeightList")
-        if buffer is None or not buffer.is_parameter or buffer.name in read:   # read: the cells, if it were one
-            continue
+        cells, state = op.input("WeightList"), op.output("DropoutState")[0]
         sizes = [numel(block.var(cell).shape) for cell in cells]
-        if -1 not in sizes and numel(buffer.shape) == sum(sizes):
-            buffers[buffer.name] = cells
+        if -1 in sizes:
+            continue
+        if state.endswith(DROPOUT_STATE_SUFFIX):
+            named = [f"{state.removesuffix(DROPOUT_STATE_SUFFIX)}.w_0"]
+        else:
+            named = [name for name, size in unread.items() if name not in buffers]
+        fits = [name for name in named if unread.get(name) == sum(sizes)]
+        if len(fits) == 1:
+            buffers[fits[0]] = cells
     return buffers
 
 
