@@ -16,7 +16,7 @@ Both: Adam(LinearWarmup(ExponentialDecay(0.01, 0.9), 2, 0.0, 0.01), grad_clip=Cl
 8. Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, step.pb (the one-step
 decoder: a token, the state (and the features) in; logits and the next state out, the same parameter names),
 init.npz, trained.npz, losses in meta.json; outputs.npz: Paddle's greedy decoding of the first 8 images with the
-trained weights (tokens, the first step's logits), the best-scored token of every position of the 40 captions
+trained weights (tokens, the first and last step's logits), the best-scored token of every position of the 40 captions
 (all_predicted), and the loss of the 40 at once (set_loss in meta.json). data.npz: images and captions. PIR half:
 showtell built and minimized in PIR static mode (showtell_pir_train.json / _startup.json, _init.npz,
 pir_losses.json).
@@ -188,21 +188,21 @@ def build(function):
 
 
 def greedy(exe, name: str, step_program, outputs: dict, start: dict, features=None) -> tuple:
-    """Paddle's greedy decoding: <bos> first, then each step's best token with the state it returned."""
+    """Paddle's greedy decoding: <bos> first, then each step's best token with the state it returned; the tokens, the
+    first and the last step's logits."""
     h, c = start["h"], start["c"]
     token = np.ones(len(h if name == "attend" else h[0]), np.int64)
-    decoded, first_logits = [], None
+    decoded, step_logits = [], []
     for _ in range(WIDTH - 1):
         feed = {"token": token if name == "attend" else token[:, None], "h": h, "c": c}
         if features is not None:
             feed["features"] = features
         logits, h, c = exe.run(step_program, feed=feed, fetch_list=[outputs[k].name for k in ("logits", "h_next",
                                                                                              "c_next")])
-        logits = logits.reshape(len(token), VOCAB)
-        first_logits = logits if first_logits is None else first_logits
-        token = logits.argmax(1).astype(np.int64)
+        step_logits.append(logits.reshape(len(token), VOCAB))
+        token = step_logits[-1].argmax(1).astype(np.int64)
         decoded.append(token)
-    return np.stack(decoded, 1), first_logits
+    return np.stack(decoded, 1), step_logits[0], step_logits[-1]
 
 
 def train_model(out: Path, name: str, exe, arrays: dict) -> dict:
@@ -234,11 +234,13 @@ def train_model(out: Path, name: str, exe, arrays: dict) -> dict:
             encoder_program, _, encoder_outputs = build(attend_encoder_outputs)
             features, h0, c0 = exe.run(encoder_program, feed={"image": first["image"]},
                                        fetch_list=[encoder_outputs[k].name for k in ("features", "h0", "c0")])
-            tokens, first_logits = greedy(exe, name, step_program, step_outputs, {"h": h0, "c": c0}, features)
+            tokens, first_logits, last_logits = greedy(exe, name, step_program, step_outputs, {"h": h0, "c": c0},
+                                                        features)
         else:
             h0 = values["h0"]
-            tokens, first_logits = greedy(exe, name, step_program, step_outputs, {"h": h0, "c": np.zeros_like(h0)})
-    np.savez_compressed(folder / "outputs.npz", tokens=tokens, first_logits=first_logits,
+            tokens, first_logits, last_logits = greedy(exe, name, step_program, step_outputs,
+                                                        {"h": h0, "c": np.zeros_like(h0)})
+    np.savez_compressed(folder / "outputs.npz", tokens=tokens, first_logits=first_logits, last_logits=last_logits,
                         all_predicted=set_logits.argmax(-1).astype(np.int8), **values)
     for program_name, program in [("forward", forward), ("train", main), ("startup", startup),
                                   ("step", step_program)]:
