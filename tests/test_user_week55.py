@@ -66,10 +66,10 @@ def test_paddles_own_programs_train_to_its_losses(files, model):
 
 
 def test_paddles_pir_program_trains_to_its_losses(files):
-    """The LSTM captioner minimized in PIR static mode: gradc trains Paddle's serialized program to its 5 PIR
-    losses (no fault)."""
+    """The LSTM captioner minimized in PIR static mode: gradc trains Paddle's serialized program from the legacy
+    program's initial values (the same named draws) to its 5 PIR losses (no fault)."""
     run = _train(files / "showtell_pir_train.json", files / "showtell_pir_startup.json", files / "data.npz",
-                 "--params", files / "showtell_pir_init.npz", "--fetch", "loss")
+                 "--params", files / "showtell" / "init.npz", "--fetch", "loss")
     losses = json.loads((WEEK / "pir_losses.json").read_text())["showtell"]
     np.testing.assert_allclose(step_losses(run), losses, rtol=1e-6)
 
