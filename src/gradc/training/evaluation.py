@@ -33,7 +33,7 @@ from .eval_run import evaluate_plan
 from .history import default_fetch
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
-from .programs import computed_from_data, forward_part, missing_inputs, prune
+from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
 from .ranking import check_ranking, parse_ranking
 from .retrieval import check_towers, parse_pair
 from .roc import check_roc, parse_roc
@@ -160,7 +160,8 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
     if label is None:   # labels the program computes from the data: a captioner's next tokens, caption[:, 1:]
         derived = computed_from_data(forward.global_block)
         for found in classifiers(forward):
-            if found.label in derived and not missing_inputs(forward, [found.label], names):
+            if (found.label in derived and reads_data_values(forward.global_block, found.label)
+                    and not missing_inputs(forward, [found.label], names)):
                 result.scores, result.label, result.axis = found.scores, found.label, found.axis
                 result.ignore_index, result.label_computed = found.ignore_index, True
                 return

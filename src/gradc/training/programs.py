@@ -222,6 +222,26 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     return pruned
 
 
+def reads_data_values(block, name: str) -> bool:
+    """Whether ``name``'s values come from a fed var's values (a caption's tokens shifted), not only from its shape
+    (an InfoNCE's arange over the batch) or from constants."""
+    writers = {out: op for op in block.ops for out in op.output_names()}
+    pending, seen = [name], set()
+    while pending:
+        var = pending.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        op = writers.get(var)
+        if op is None:
+            found = block.find_var(var)
+            if found is not None and not found.persistable:
+                return True
+        elif op.type not in ("shape", "shape64"):
+            pending.extend(op.input_names())
+    return False
+
+
 def _in_words(names: list[str]) -> str:
     """'a', 'b' and 'c': the names quoted as a sentence lists them."""
     quoted = [f"'{name}'" for name in names]
