@@ -287,3 +287,17 @@ def test_info_of_the_pir_program_counts_the_lstm_once(files):
         facts = json.loads(run.stdout)
         counts.append((facts["parameter_values"], facts["flat_buffers"]))
     assert counts[0] == counts[1] == (2894, {"lstm_0.w_0": 1664})
+
+
+@pytest.mark.parametrize("batch", (1, 7))
+def test_trainings_epoch_loss_is_the_sets_as_evaluate_gives_it(files, tmp_path, batch):
+    """gradc train's epoch value of the attention captioner's loss weighted the whole sum by images, as evaluate did
+    (7.9469 at batch 7 with the weights still): now each term's epoch value, as evaluate's. Trained at a rate of 1e-30
+    from Paddle's trained weights, the epoch's loss is Paddle's over the 40 at once to 1e-6."""
+    folder = files / "attend"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam").returncode == 0
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "trained.npz", "--data", files / "data.npz", "--batch-size", batch, "--lr", 1e-30, "--json")
+    assert run.returncode == 0, run.stderr
+    (epoch,) = [line["train"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert epoch[META["attend"]["loss"]] == pytest.approx(META["attend"]["set_loss"], rel=1e-6)

@@ -84,6 +84,7 @@ class History:
     last_of: set[str] = field(default_factory=set)             # running over every step (an auc op's AUC)
     averaged: list[str] = field(default_factory=list)          # means a fetched scalar is computed from (an MSE)
     derive: Callable[[dict], dict] | None = None               # those scalars at the averaged means (a PSNR)
+    sums: dict[str, tuple[float, list]] = field(default_factory=dict)   # set_metrics.sums_of_ratios': a masked mean
     steps: list[list[float]] = field(default_factory=list)     # the fetched scalars of each step
     epochs: list[dict] = field(default_factory=list)           # {"epoch", "train": {name: mean}, "eval": {...}}
     examples: int = 0
@@ -132,8 +133,13 @@ class History:
         if self.derive is not None and self.epoch_examples and not self.partless_epoch:
             means.update(self.derive({name: means[name] if name in self.fetch else parts[name] / count
                                       for name in self.averaged}))
-        means.update({name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items()
-                      if parts.get(bottom)})
+        ratios = {name: parts[top] / parts[bottom] for name, (top, bottom) in self.ratios.items() if parts.get(bottom)}
+        means.update({name: value for name, value in ratios.items() if name in self.fetch})
+        for name, (constant, pairs) in self.sums.items():   # a masked mean plus a penalty: each term's epoch value
+            terms = [ratios.get(term) if term in self.ratios else means[term] if term in self.fetch
+                     else parts.get(term, 0.0) / count for _, term in pairs]
+            if parts and None not in terms:
+                means[name] = constant + sum(weight * value for (weight, _), value in zip(pairs, terms))
         return {**means, **{name: self.last()[name] for name in self.last_of if name in means}}
 
     def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:

@@ -204,8 +204,12 @@ def set_kinds(program: Program, fetch: Sequence[str], executor, scope: Scope) ->
     """History's ratios, last_of, averaged and derive for ``fetch`` of a training program (``executor`` and ``scope``
     recompute a derived scalar from its mean): its epoch values are then the set's."""
     derived = from_set_means(program, fetch, default_fetch(program))
-    return {"ratios": per_count(program, fetch), "last_of": auc_counts(program)[1] & set(fetch),
-            "averaged": list(dict.fromkeys(mean for mean, _ in derived.values())),
+    summed = sums_of_ratios(program, fetch)
+    terms = [term for _, pairs in summed.values() for _, term in pairs]
+    ratios = per_count(program, [*fetch, *terms])
+    return {"ratios": ratios, "last_of": auc_counts(program)[1] & set(fetch), "sums": summed,
+            "averaged": list(dict.fromkeys([*(mean for mean, _ in derived.values()),
+                                            *(term for term in terms if term not in ratios)])),
             "derive": (lambda means: at_set_means(executor, scope, derived, means)) if derived else None}
 
 
