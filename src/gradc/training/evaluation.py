@@ -8,7 +8,8 @@ micro and macro F1 where the accuracy would be (multilabel.py). The forward part
 evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
 agree.
 
-Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
+Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op (the data's array,
+or a var the program computes from the data's values: a captioner's caption[:, 1:]), or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
 read (or the array ``label`` names), the classes along the axis the labels' shape leaves out (the last, or a
 segmentation map's 1: scores [N, C, H, W], labels [N, 1, H, W] or [N, H, W]). An example (a pixel) is right at top-k
