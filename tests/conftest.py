@@ -25,8 +25,8 @@ HANG_SECONDS, REARM_SECONDS = 300, 60
 _watchdog = {"armed_at": -math.inf, "file": None}
 
 
-# The collector's young generation collected every 10,000 new container objects, not 700, and the older ones ten times
-# each, not seven: the tests make millions of short-lived objects (numpy scalars' tuples, ops' dicts), and each pass
+# The collector's young generation collected every 10,000 new container objects, not 700 (the older ones as before):
+# the tests make millions of short-lived objects (numpy scalars' tuples, ops' dicts), and each pass
 # also walks what the previous ones promoted; the 25% rule still bounds full passes. With the freeze below: 3.8% less
 # CPU for the registry gradcheck, test_higher_order and a user week, 4.3% for six user weeks and the fixture files.
 GC_THRESHOLDS = (10_000, 10, 10)
