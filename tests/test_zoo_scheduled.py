@@ -144,18 +144,23 @@ def _param_attrs(meta: dict) -> dict:
     return attrs
 
 
-def _scope(case, meta, program, startup=None):
+def _scope(case, meta, program, startup=None, start=None):
     """Paddle's startup run by gradc (its constants) but for the draws of the seeded parameters (its gaussian_random
     and uniform_random ops, which write those alone: a third of the file's time, all replaced), the seeded values,
-    then gradc's optimizer startup where given. tests/test_paddle_random.py checks those draws against Paddle's."""
+    then gradc's optimizer startup where given. tests/test_paddle_random.py checks those draws against Paddle's.
+    ``start``: the values an earlier call gave the same program's twin, copied instead of made again."""
     scope, executor, seeded = gradc.Scope(), gradc.Executor(), set(meta["seeded"])
-    paddles = _program(case, "startup")
-    paddles.global_block.ops = [op for op in paddles.global_block.ops if not set(op.output_names()) <= seeded]
-    paddles.mark_changed()
-    executor.run(paddles, {}, [], scope)
-    for name in meta["seeded"]:
-        var = program.global_block.var(name)
-        scope[name] = param_value(name, list(var.shape), meta["seed"]).astype(NUMPY_DTYPE_NAMES[var.dtype])
+    if start is not None:
+        for name, value in start.items():
+            scope[name] = value.copy()
+    else:
+        paddles = _program(case, "startup")
+        paddles.global_block.ops = [op for op in paddles.global_block.ops if not set(op.output_names()) <= seeded]
+        paddles.mark_changed()
+        executor.run(paddles, {}, [], scope)
+        for name in meta["seeded"]:
+            var = program.global_block.var(name)
+            scope[name] = param_value(name, list(var.shape), meta["seed"]).astype(NUMPY_DTYPE_NAMES[var.dtype])
     if startup is not None:
         executor.run(startup, {}, [], scope)
     return scope
@@ -250,11 +255,12 @@ def test_pir_forward_compiles_to_paddles_pir_training(name, ops, steps):
     assert ops <= set(meta["ops"])
     grads = [grad for _, grad in gradc.append_backward(backward, meta["loss"])]
     assert sorted(grads) == sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
-    reference = _reference(name)
-    _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, _scope(legacy, meta, backward)), paddle,
-                        grad_tolerance, reference, name in MODEL_SCALED)
+    reference, scope = _reference(name), _scope(legacy, meta, backward)
+    start = {var: scope[var].copy() for var in scope}   # the forward's twin starts from the same values
+    _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, scope), paddle, grad_tolerance, reference,
+                        name in MODEL_SCALED)
     startup = _optimizer(meta["optimizer"]).minimize(forward, meta["loss"], param_attrs=_param_attrs(meta))
-    scope, schedule = _scope(legacy, meta, forward, startup), _schedule(meta["optimizer"]["schedule"])
+    scope, schedule = _scope(legacy, meta, forward, startup, start), _schedule(meta["optimizer"]["schedule"])
     for step in range(steps):
         (loss,) = schedules.run_step(gradc.Executor(), forward, scope, schedule, step, feed, [meta["loss"]])
         assert float(np.float32(schedule(step))) == paddle[f"@lr:{step}"]
