@@ -26,8 +26,8 @@ _watchdog = {"armed_at": -math.inf, "file": None}
 
 
 # The collector's young generation collected every 10,000 new container objects, not 700 (the older ones as before):
-# the tests make millions of short-lived objects (numpy scalars' tuples, ops' dicts), and each pass
-# also walks what the previous ones promoted; the 25% rule still bounds full passes. With the freeze below: 3.8% less
+# the tests make millions of short-lived containers, and each pass also walks what the previous ones promoted; the
+# 25% rule still bounds full passes. With the freeze below: 3.8% less
 # CPU for the registry gradcheck, test_higher_order and a user week, 4.3% for six user weeks and the fixture files.
 GC_THRESHOLDS = (10_000, 10, 10)
 
