@@ -159,24 +159,31 @@ class Encoder:
     def _write_slots(self, parts: list, tag: bytes, slots: dict, starts: dict) -> None:
         """An op's input (tag 1) or output (tag 2) slots. Most name one argument, written as two cached pieces: the
         slot's start (its tag and length, the slot's name, the argument's tag), cached by the size of the argument's
-        length and bytes, then those."""
+        length and bytes, then those. Any other slot (none or several arguments, a new slot or name, a long name)
+        is left to _write_slot."""
         names = self._names
         for slot, args in slots.items():
-            if len(args) == 1:
-                try:
-                    named = names[args[0]]
-                except KeyError:   # a name no var of the program has
-                    named = _cached(names, b"", args[0])
-                size = len(named)
-                if size < 128:
-                    try:
-                        by_size = starts[slot]
-                    except KeyError:
-                        by_size = starts[slot] = [None] * 128
-                    parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
-                    parts.append(named)
-                    continue
-            parts.append(self._slot(tag, slot, args))
+            try:
+                [name] = args
+                named = names[name]
+                start = starts[slot][len(named)]
+            except (ValueError, KeyError, IndexError):
+                self._write_slot(parts, tag, slot, args, starts)
+                continue
+            parts.append(start or self._slot_start(tag, slot, len(named), starts[slot]))
+            parts.append(named)
+
+    def _write_slot(self, parts: list, tag: bytes, slot: str, args: list, starts: dict) -> None:
+        """A slot _write_slots leaves: a one-argument slot whose start or name is not cached yet, or any other."""
+        if len(args) == 1:
+            named = self._names.get(args[0]) or _cached(self._names, b"", args[0])
+            size = len(named)
+            if size < 128:
+                by_size = starts.get(slot) or starts.setdefault(slot, [None] * 128)
+                parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
+                parts.append(named)
+                return
+        parts.append(self._slot(tag, slot, args))
 
     def op(self, op: OpDesc) -> bytes:
         """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
