@@ -106,23 +106,33 @@ class Encoder:
     def vars(self, block: Block, out: bytearray) -> None:
         """Append the block's vars, each as the BlockDesc's field 3. Hot: the common var, a dense tensor, is written
         here, and its name's length and bytes kept in the names' table for the ops after it."""
-        names, small, dense_body = self._names, SMALL, self._dense_body
+        names, small, bodies = self._names, SMALL, self._var_bodies
+        pieces = []   # joined once: cheaper than three += a var, and the buffer is still short here
         for var in block.vars.values():
-            name = var.name
-            if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs \
+            name, dtype = var.name, var.dtype
+            if var.raw_type is None and var.type == _DENSE_TENSOR and dtype is not None and not var.attrs \
                     and type(name) is str:
-                try:
-                    body = dense_body(var)
-                    data = name.encode()
-                except (Unusual, TypeError, ValueError, UnicodeError):
-                    body = data = b""
-                if body and len(data) + len(body) < 126:   # the var's length in one byte
-                    named = names[name] = small[len(data)] + data
-                    out += _VAR_STARTS[1 + len(named) + len(body)]
-                    out += named
-                    out += body
-                    continue
-            out += self.framed_var(var)
+                # a dense var's body is keyed by its fields' values and exact types (1 is not True nor 3.0 3); type()
+                # per field, not map(type, ...): the interpreter specialises the call
+                lod, persistable, feed = var.lod_level, var.persistable, var.need_check_feed
+                parameter, stop, shape = var.is_parameter, var.stop_gradient, var.shape or ()
+                for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
+                    if type(dim) is not int:
+                        break
+                else:
+                    key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
+                           type(feed), type(parameter), type(stop), tuple(shape))
+                    try:
+                        body = bodies.get(key) or _cached_body(bodies, key, var)
+                        data = name.encode()
+                    except (Unusual, TypeError, ValueError, UnicodeError):
+                        body = data = b""
+                    if body and len(data) + len(body) < 126:   # the var's length in one byte
+                        named = names[name] = small[len(data)] + data
+                        pieces += (_VAR_STARTS[1 + len(named) + len(body)], named, body)
+                        continue
+            pieces.append(self.framed_var(var))
+        out += b"".join(pieces)
 
     def framed_var(self, var: VarDesc) -> bytes:
         """The var as the BlockDesc's field 3: tag, length, then its bytes."""
@@ -135,25 +145,8 @@ class Encoder:
     def plain_var(self, var: VarDesc) -> bytes:
         """The var's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
-            return length_prefixed(b"\x0a", as_text(var.name)) + self._dense_body(var)
+            return length_prefixed(b"\x0a", as_text(var.name)) + dense_var_body(var)
         return other_var(var)
-
-    def _dense_body(self, var: VarDesc) -> bytes:
-        """A dense tensor var's fields after its name, keyed by their values and those values' exact types (so
-        that 1 is not True nor 3.0 3)."""
-        shape = var.shape or ()
-        for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
-            if type(dim) is not int:
-                raise Unusual
-        # type() per field, not map(type, ...) over a tuple of them: the interpreter specialises the call
-        key = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter, var.stop_gradient,
-               type(var.dtype), type(var.lod_level), type(var.persistable), type(var.need_check_feed),
-               type(var.is_parameter), type(var.stop_gradient), tuple(shape))
-        try:
-            return self._var_bodies[key]
-        except KeyError:
-            body = self._var_bodies[key] = dense_var_body(var)
-            return body
 
     # ------------------------------------------------------------ op
     def _write_slots(self, parts: list, tag: bytes, slots: dict, starts: dict) -> None:
@@ -288,6 +281,11 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
     msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
     fill(item, msg)
     return msg.SerializeToString(deterministic=True)
+
+
+def _cached_body(cache: dict, key: tuple, var: VarDesc) -> bytes:
+    body = cache[key] = dense_var_body(var)
+    return body
 
 
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
