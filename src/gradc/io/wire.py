@@ -131,7 +131,7 @@ class Encoder:
                     key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
                            type(feed), type(parameter), type(stop), tuple(shape))
                     try:
-                        body = bodies.get(key) or _cached_body(bodies, key, var)
+                        body = bodies.get(key) or bodies.setdefault(key, dense_var_body(var))
                         data = name.encode()
                     except (Unusual, TypeError, ValueError, UnicodeError):
                         body = data = b""
@@ -289,11 +289,6 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
     msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
     fill(item, msg)
     return msg.SerializeToString(deterministic=True)
-
-
-def _cached_body(cache: dict, key: tuple, var: VarDesc) -> bytes:
-    body = cache[key] = dense_var_body(var)
-    return body
 
 
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
