@@ -100,7 +100,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     if seed is not None:
         randomness.seed(seed)
     values = initialised_values(startups)
-    values.update(read_files(params, whole))   # a training program's file holds its optimizer state too
+    values.update(read_files(params, whole, startups=startups))   # a training program's: its optimizer state too
     # the pick compare_program would make, named for --json; of an AMP program the loss before its scaling
     # several minimize()s (DARTS's two levels): each parameter against the loss the updates of it step on
     apart = losses_stepped_apart(whole) if note and not losses and not wrt else []

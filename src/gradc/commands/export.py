@@ -86,7 +86,7 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
     scope = Scope()
     scope.vars.update(initialised_values(startups))
-    scope.vars.update(read_files(params, prog, strict_params))   # a later file's value wins
+    scope.vars.update(read_files(params, prog, strict_params, startups))   # a later file's value wins
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt, rename=rename)
     if not params:   # said once the export is written, so that a refusal stays the one line
         warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "

@@ -50,7 +50,7 @@ def _session(program_path: str, params: tuple[str, ...], startups, strict: bool)
     scope, executor = Scope(), Executor()
     for startup in startups:
         run_startup(executor, startup, scope)
-    for name, value in read_files(params, prog, strict).items():
+    for name, value in read_files(params, prog, strict, startups).items():
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope

@@ -177,7 +177,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     reason = None if lbfgs else updates_nothing(training)
     if reason:
         raise GradcError(f"{program}: {reason}")
-    values = read_files(list(params), training, strict_params) if params else {}   # the startups may read them
+    values = read_files(list(params), training, strict_params, startups) if params else {}   # startups may read them
     try:
         trainer = Trainer(training, startups, preloaded(values), fetch=list(fetches) or None, seed=seed,
                           check_nan=check_nan, lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream,

@@ -234,7 +234,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         randomness.seed(seed)
     startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup)
     params = [params] if isinstance(params, (str, os.PathLike)) else list(params or ())
-    values = read_files(params, program, strict) if params else {}   # several files: a later one's value wins
+    values = read_files(params, program, strict, startups) if params else {}   # a later file's value wins
     preloaded(values, scope)   # a startup may derive from them (AMP O2's master weights)
     for init in startups:
         run_startup(executor, init, scope)

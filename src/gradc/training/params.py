@@ -57,14 +57,34 @@ def read_values(path: str | os.PathLike, program: Program | None = None, strict:
     return values
 
 
-def read_files(paths: Sequence[str | os.PathLike], program: Program, strict: bool = False) -> dict[str, np.ndarray]:
+def read_files(paths: Sequence[str | os.PathLike], program: Program, strict: bool = False,
+               startups: Sequence = ()) -> dict[str, np.ndarray]:
     """name -> array from several parameter files, a later file's value for a name winning; only the winning value
-    must fit its var (a probe's head file given after the trained tower's, whose same-named layer has another shape)."""
+    must fit its var (a probe's head file given after the trained tower's, whose same-named layer has another shape).
+    ``startups``: the startup programs run too; a parameter the files leave out and they initialise is named in a
+    warning."""
     values, sources = {}, {}
     for path in paths:
         for name, value in read_values(path, program, strict, check=False).items():
             values[name], sources[name] = value, path
+    if startups and paths:
+        _warn_of_initialised(program, values, paths, startups)
     return {name: checked_param(program, name, value, sources[name]) for name, value in values.items()}
+
+
+def _warn_of_initialised(program: Program, values: dict, paths: Sequence[str | os.PathLike], startups) -> None:
+    """The parameters block 0 reads that no file gives keep the startup programs' random initial values: a federated
+    client's file that lost one would train and average a freshly drawn layer, unsaid."""
+    block, programs = program.global_block, [s if isinstance(s, Program) else load(s) for s in startups]
+    read = [name for name in scope_reads(block) if (var := block.find_var(name)) is not None and var.is_parameter]
+    initialised = {name for startup in programs for op in startup.global_block.ops for name in op.output_names()}
+    left = [name for name in read if name not in values and name in initialised]   # the others: require_values
+    if left:
+        named, shown = "', '".join(map(str, paths)), ", ".join(left[:8]) + (f", ... ({len(left)} in all)"
+                                                                             if len(left) > 8 else "")
+        warnings.warn(f"params '{named}': {len(left)} of the {len(read)} parameters the program "
+                      f"reads are in none of the files ({shown}): they start from the startup programs' initial "
+                      f"values", GradcWarning, stacklevel=3)
 
 
 def _paddle_combined(path: str) -> bool:
