@@ -137,6 +137,9 @@ def run(program, feed, params, startups, fetches, out, profile, seed, as_json, s
     if fetches and not set(program_inputs(prog.global_block)) <= feeds.keys():   # a run imports no optimizer else
         from ..training.programs import fetched_part
         prog = fetched_part(prog, fetches, feeds)
+    if out and not fetches and not any(op.type == "fetch" for op in prog.global_block.ops):
+        raise GradcError(f"--out '{out}': nothing to write, as '{program}' fetches nothing of itself: name the values "
+                         f"with --fetch NAME, or a glob ('*.w_0@GRAD'; repeatable)")
     each = per_example_feeds(prog, feeds) if per_example else [feeds] * repeat
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
