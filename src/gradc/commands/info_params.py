@@ -1,14 +1,16 @@
 """gradc info of parameter files: what a checkpoint holds (`gradc info pretrained.pdparams`), and, beside a program
 (`gradc info PROGRAM --params FILE`), which of its parameters the files give, which they leave to a startup program,
-which of their values it has no var for and which have another shape: a partial load read before training."""
+which of their values it has no var for and which have another shape or dtype: a partial load read before training."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import FormatError
 from ..executor.feeding import shape_fits
 from ..ir import Program
-from ..training.params import read_values
+from ..ir.types import NUMPY_DTYPE_NAMES
+from ..training.params import checked_param, read_values
 
 LISTED = 12   # names listed; the rest counted
 
@@ -39,15 +41,28 @@ def loading_facts(program: Program, paths: tuple[str, ...]) -> dict:
         values.update(read_values(path, program if str(path).endswith(".pdiparams") else None, check=False))
     block = program.global_block
     params = sorted(name for name, var in block.vars.items() if var.is_parameter)
-    mismatched = {}
+    mismatched, other_dtype = {}, {}
     for name, value in sorted(values.items()):
         var = block.find_var(name)
         shape = list(var.shape) if var is not None else None
         if shape is not None and not shape_fits(np.shape(value), shape):
             mismatched[name] = {"file": list(np.shape(value)), "program": shape}
+        elif var is not None and not _fits(program, name, value):   # the shape fits: --params refuses its dtype
+            other_dtype[name] = {"file": str(np.asarray(value).dtype),
+                                 "program": NUMPY_DTYPE_NAMES.get(var.dtype, str(var.dtype))}
     return {"files": [str(path) for path in paths], "given": [name for name in params if name in values],
             "not_given": [name for name in params if name not in values],
-            "unused": sorted(name for name in values if block.find_var(name) is None), "other_shape": mismatched}
+            "unused": sorted(name for name in values if block.find_var(name) is None), "other_shape": mismatched,
+            "other_dtype": other_dtype}
+
+
+def _fits(program: Program, name: str, value) -> bool:
+    """Whether --params would load ``value`` into the var (checked_param, the check a run makes)."""
+    try:
+        checked_param(program, name, value, "")
+    except FormatError:
+        return False
+    return True
 
 
 def loading_lines(facts: dict, parameters: int) -> list[str]:
@@ -56,4 +71,6 @@ def loading_lines(facts: dict, parameters: int) -> list[str]:
              f"  values no var of the program has (left out, with a warning): {_named(facts['unused'])}"]
     lines += [f"  another shape (refused): {name} {shapes['file']}, the program's {shapes['program']}"
               for name, shapes in facts["other_shape"].items()]
+    lines += [f"  another dtype (refused): {name} {dtypes['file']}, the program's {dtypes['program']}"
+              for name, dtypes in facts["other_dtype"].items()]
     return lines
