@@ -213,8 +213,16 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     if unfed := _unfed(block, block.ops, needed, feeds):   # all of them at once: a text model's ids and lengths
         quoted = _in_words(unfed)
         one = len(unfed) == 1
-        feed_it = (f"the data has no array{'' if one else 's'} {quoted}: add {'one' if one else 'them'}" if from_data
-                   else f"feed {'it' if one else 'them'}: {' '.join(f'--input {name}' for name in unfed)} on the "
+        # a batch axis: a first dim of -1, or the fed inputs' (a program saved for batches of 32)
+        batch_dims = {-1, *(shape[0] for name in feeds if (shape := getattr(block.find_var(name), "shape", None)))}
+        unbatched = all((shape := getattr(block.find_var(name), "shape", None)) and shape[0] not in batch_dims
+                        for name in unfed)
+        it = "it" if one else "them"
+        feed_it = (f"{'it has' if one else 'they have'} no batch axis to take from the data: give {it} in --feed "
+                   f"FIXED.npz, the same for every batch (fixed= of gradc.Dataset in Python)"
+                   if from_data and unbatched else
+                   f"the data has no array{'' if one else 's'} {quoted}: add {'one' if one else 'them'}" if from_data
+                   else f"feed {it}: {' '.join(f'--input {name}' for name in unfed)} on the "
                         f"command line, feeds= in Python")
         raise GradcError(f"the fetches need {quoted}, which {'is' if one else 'are'} neither fed nor computed from "
                          f"the feeds ({feed_it}; or fetch something that does not depend on {'it' if one else 'them'})")
