@@ -197,8 +197,8 @@ def test_info_names_a_value_of_another_dtype_that_params_refuses(files, tmp_path
 def test_evaluate_says_where_fedprox_global_weights_go(files):
     """`gradc evaluate` of the FedProx forward on the data alone named w_global's four inputs "'a' and 'b' and 'c'
     and 'd'" and said to add them to the data, 48 copies each, where the same values for every batch go in --feed,
-    as train says. Now the names are listed and, as they have no batch axis, --feed is named; with it (w_global the weights themselves: no
-    proximal term), the loss and accuracy are those of Paddle's logits of the 48 examples."""
+    as train says. Now the names are listed and, as they have no batch axis, --feed is named; with it (w_global the
+    weights themselves: no proximal term), the loss and accuracy are those of Paddle's logits of the 48 examples."""
     folder = files / "fedprox"
     rounds = np.load(folder / "rounds.npz")
     final = {key.split("/", 1)[1]: value for key, value in rounds.items() if key.startswith("round_1/")}
