@@ -141,7 +141,7 @@ def test_dp_sgd_per_example_gradients_are_paddles(files):
 
 def test_a_parameter_no_file_gives_is_named_when_a_startup_initialises_it(files, tmp_path):
     """A client's file that lost a parameter (linear_1.b_0), given with Paddle's startup program: the parameter was
-    drawn afresh by the startup's initialiser and trained into the average, unsaid. Now one warning names it; the
+    drawn afresh by the startup's initialiser and trained into the average, unsaid. Now one note names it; the
     whole file draws none."""
     folder = files / "mlp"
     values = dict(np.load(folder / "init.npz"))
@@ -152,10 +152,10 @@ def test_a_parameter_no_file_gives_is_named_when_a_startup_initialises_it(files,
               "--data", folder / "client_0.npz", "--batch-size", BATCH)
     partial = gradc_cli(*common, "--params", tmp_path / "lost.npz")
     assert partial.returncode == 0, partial.stderr
-    warned = [line for line in partial.stderr.splitlines() if line.startswith("gradc: warning:")]
+    warned = [line for line in partial.stderr.splitlines() if line.startswith("gradc: note:")]
     assert len(warned) == 1 and "1 of the 4 parameters" in warned[0] and lost in warned[0], partial.stderr
     whole = gradc_cli(*common, "--params", folder / "init.npz")
-    assert whole.returncode == 0 and "warning" not in whole.stderr, whole.stderr
+    assert whole.returncode == 0 and "note" not in whole.stderr, whole.stderr
     run = gradc_cli("run", folder / "forward.pb", "--startup", folder / "startup.pb", "--params",
                     tmp_path / "lost.npz", "--feed", folder / "client_0.npz", "--fetch", META["mlp"]["loss"])
     assert run.returncode == 0 and lost in run.stderr, run.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
+from ..errors import ExecutionError, FormatError, GradcError, GradcNotice, GradcWarning, ProgramError
 from ..executor import Executor, Scope
 from ..executor.declared import fitted_value, int8_stored, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
@@ -62,17 +62,17 @@ def read_files(paths: Sequence[str | os.PathLike], program: Program, strict: boo
     """name -> array from several parameter files, a later file's value for a name winning; only the winning value
     must fit its var (a probe's head file given after the trained tower's, whose same-named layer has another shape).
     ``startups``: the startup programs run too; a parameter the files leave out and they initialise is named in a
-    warning."""
+    note."""
     values, sources = {}, {}
     for path in paths:
         for name, value in read_values(path, program, strict, check=False).items():
             values[name], sources[name] = value, path
     if startups and paths:
-        _warn_of_initialised(program, values, paths, startups)
+        _note_initialised(program, values, paths, startups)
     return {name: checked_param(program, name, value, sources[name]) for name, value in values.items()}
 
 
-def _warn_of_initialised(program: Program, values: dict, paths: Sequence[str | os.PathLike], startups) -> None:
+def _note_initialised(program: Program, values: dict, paths: Sequence[str | os.PathLike], startups) -> None:
     """The parameters block 0 reads that no file gives keep the startup programs' random initial values: a federated
     client's file that lost one would train and average a freshly drawn layer, unsaid."""
     block, programs = program.global_block, [s if isinstance(s, Program) else load(s) for s in startups]
@@ -84,7 +84,7 @@ def _warn_of_initialised(program: Program, values: dict, paths: Sequence[str | o
                                                                              if len(left) > 8 else "")
         warnings.warn(f"params '{named}': {len(left)} of the {len(read)} parameters the program "
                       f"reads are in none of the files ({shown}): they start from the startup programs' initial "
-                      f"values", GradcWarning, stacklevel=3)
+                      f"values", GradcNotice, stacklevel=3)
 
 
 def _paddle_combined(path: str) -> bool:
