@@ -33,8 +33,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz, write_pir_gz
 
 BATCH, STEPS, CHANNELS, SIDE, CLASSES, XI = 8, 4, 4, 8, 3, 0.05
 OPS = ("zero", "skip", "avg_pool", "max_pool", "conv_3x3", "dil_conv_3x3")
@@ -257,9 +256,7 @@ def main_pir(out: Path) -> None:
         weights.minimize(train_loss)
         paddle._pir_ops.fetch(train_loss, "train_loss", 0).persistable = True
     for program, stem in ((main, "search_pir_train"), (startup, "search_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / "data.npz")), []
     with paddle.static.scope_guard(scope):

@@ -31,8 +31,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle.base import core
-from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz
+from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz, write_pir_gz
 
 VOCAB, EMB, HIDDEN, ATTN, CHANNELS, PLACES, WIDTH, STEPS, BATCH = 30, 8, 16, 8, 8, 16, 8, 5, 8
 RNG = np.random.default_rng(55)
@@ -271,9 +270,7 @@ def main_pir(out: Path) -> None:
         opt.minimize(loss)
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     for program, stem in ((main, "showtell_pir_train"), (startup, "showtell_pir_startup")):
-        core.serialize_pir_program(program, str(out / f"{stem}.json"), True, False, True)
-        write_gz(out / f"{stem}.json", (out / f"{stem}.json").read_bytes())
-        (out / f"{stem}.json").unlink()
+        write_pir_gz(program, out / f"{stem}.json")
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / "data.npz")), []
     with paddle.static.scope_guard(scope):
