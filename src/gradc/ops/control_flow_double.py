@@ -14,15 +14,28 @@ blocks is copied with copies of its blocks, and a nested control-flow grad op is
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
 from ..registry import defgrad, get, make_op
 from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
 
 RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
 REPLAYED = "@REPLAY@"   # in the names of the vars a replay writes
+# program -> (its revision, the names its blocks declare): a replay's fresh names are looked up here, not in every block
+_DECLARED: weakref.WeakKeyDictionary[Program, tuple[int, set[str]]] = weakref.WeakKeyDictionary()
+
+
+def _declared(program: Program) -> set[str]:
+    """The names the program's blocks declare, gathered again only when the program changed since a replay last
+    declared a var in it (every change bumps its revision)."""
+    revision, names = _DECLARED.get(program, (-1, set()))
+    if revision != program.revision:
+        names = {name for block in program.blocks for name in block.vars}
+        _DECLARED[program] = (program.revision, names)
+    return names
 
 
 class Replay:
@@ -36,7 +49,8 @@ class Replay:
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}{REPLAYED}{self.block.idx}"
-        while self.block.program.declares(new):   # the first has no count: no Program.unused_name pattern
+        declared = _declared(self.block.program)
+        while new in declared:   # the first has no count: no Program.unused_name pattern
             count += 1
             new = f"{name}{REPLAYED}{self.block.idx}@{count}"
         return new
@@ -44,15 +58,25 @@ class Replay:
     def fresh(self, name: str) -> str:
         """A new var of this block, declared like ``name``."""
         source = next(var for b in (*self.sources, self.block) if (var := b.visible_var(name)) is not None)
-        var = self.block.add_var(source.copy(self.unique(name)))
+        var = self._declare(source.copy(self.unique(name)))
         var.persistable = False
         return var.name
 
     def var(self, name: str, dtype, shape=(1,)) -> str:
-        var = self.block.create_var(self.unique(name), None if shape is None else list(shape), dtype)
+        var = self._declare(VarDesc(self.unique(name), None if shape is None else list(shape), dtype))
         if dtype == VarType.STEP_SCOPES:
             var.type, var.dtype = VarType.STEP_SCOPES, None
         return var.name
+
+    def _declare(self, var: VarDesc) -> VarDesc:
+        """``var`` added to this block, and to the declared names: they were current (unique just read them), and
+        the addition is the program's one change since."""
+        program = self.block.program
+        declared = _declared(program)
+        self.block.add_var(var)
+        declared.add(var.name)
+        _DECLARED[program] = (program.revision, declared)
+        return var
 
     def op(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None) -> OpDesc:
         op = make_op(type, inputs, outputs, attrs)
