@@ -14,28 +14,16 @@ blocks is copied with copies of its blocks, and a nested control-flow grad op is
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Callable
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarDesc, VarType
 from ..registry import defgrad, get, make_op
 from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
+from .replay_names import child_block, declare, declared_names
 
 RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
 REPLAYED = "@REPLAY@"   # in the names of the vars a replay writes
-# program -> (its revision, the names its blocks declare): a replay's fresh names are looked up here, not in every block
-_DECLARED: weakref.WeakKeyDictionary[Program, tuple[int, set[str]]] = weakref.WeakKeyDictionary()
-
-
-def _declared(program: Program) -> set[str]:
-    """The names the program's blocks declare, gathered again only when the program changed since a replay last
-    declared a var in it (every change bumps its revision)."""
-    revision, names = _DECLARED.get(program, (-1, set()))
-    if revision != program.revision:
-        names = {name for block in program.blocks for name in block.vars}
-        _DECLARED[program] = (program.revision, names)
-    return names
 
 
 class Replay:
@@ -49,7 +37,7 @@ class Replay:
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}{REPLAYED}{self.block.idx}"
-        declared = _declared(self.block.program)
+        declared = declared_names(self.block.program)
         while new in declared:   # the first has no count: no Program.unused_name pattern
             count += 1
             new = f"{name}{REPLAYED}{self.block.idx}@{count}"
@@ -58,25 +46,15 @@ class Replay:
     def fresh(self, name: str) -> str:
         """A new var of this block, declared like ``name``."""
         source = next(var for b in (*self.sources, self.block) if (var := b.visible_var(name)) is not None)
-        var = self._declare(source.copy(self.unique(name)))
+        var = declare(self.block, source.copy(self.unique(name)))
         var.persistable = False
         return var.name
 
     def var(self, name: str, dtype, shape=(1,)) -> str:
-        var = self._declare(VarDesc(self.unique(name), None if shape is None else list(shape), dtype))
+        var = declare(self.block, VarDesc(self.unique(name), None if shape is None else list(shape), dtype))
         if dtype == VarType.STEP_SCOPES:
             var.type, var.dtype = VarType.STEP_SCOPES, None
         return var.name
-
-    def _declare(self, var: VarDesc) -> VarDesc:
-        """``var`` added to this block, and to the declared names: they were current (unique just read them), and
-        the addition is the program's one change since."""
-        program = self.block.program
-        declared = _declared(program)
-        self.block.add_var(var)
-        declared.add(var.name)
-        _DECLARED[program] = (program.revision, declared)
-        return var
 
     def op(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None) -> OpDesc:
         op = make_op(type, inputs, outputs, attrs)
@@ -120,7 +98,7 @@ class Replay:
                             (writes or {}).get(name) or self.fresh(name))
             if op.type == "conditional_block":   # its block writes the copy's outputs, all else in it fresh
                 sub = self.block.program.blocks[op.attr("sub_block")]
-                inner = Replay(self.block.program.append_block(self.block.idx), sub, *self.sources)
+                inner = Replay(child_block(self.block), sub, *self.sources)
                 inner.copy_ops(sub.ops, before, {name: reads[name] for name in op.output("Out")})
                 copy.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
             self.block.ops.append(copy)
@@ -142,7 +120,7 @@ class Replay:
     def _copy_loop(self, op: OpDesc, reads: dict[str, str]) -> None:
         """A nested while, copied with a copy of its body: its loop vars start from fresh copies, so the values
         before the loop stay intact for its grad op's replay (gradc.ops.loop_double)."""
-        program, body = self.block.program, self.block.program.blocks[op.attr("sub_block")]
+        body = self.block.program.blocks[op.attr("sub_block")]
         carried = dict.fromkeys([n for n in op.input("X") if n in op.output("Out")] + op.input("Condition"))
         self.loops[body.idx] = (op, {name: reads.get(name, name) for name in carried})
         state = {name: self.fresh(name) for name in carried}
@@ -150,7 +128,7 @@ class Replay:
             self.op("assign", {"X": [reads.get(name, name)]}, {"Out": [var]})
         reads.update(state)
         outs = {name: state.get(name) or self.fresh(name) for name in op.output("Out")}
-        inner = Replay(program.append_block(self.block.idx), body, *self.sources)
+        inner = Replay(child_block(self.block), body, *self.sources)
         inner.copy_ops(body.ops, reads, outs)
         copy = op.copy()
         copy.inputs = {slot: [reads.get(n, n) for n in args] for slot, args in op.inputs.items()}
@@ -169,7 +147,7 @@ class Replay:
         forward = program.blocks[backward.forward_block_idx]
         # the branch's inputs as it read them: a value it overwrites is read from before the write
         as_read = {**reads, **self.branches.get(forward.idx, {})}
-        inner = Replay(program.append_block(self.block.idx), forward, backward, *self.sources)
+        inner = Replay(child_block(self.block), forward, backward, *self.sources)
         renamed = inner.copy_ops(forward.ops + backward.ops, as_read)
         computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
         conds, scalar = [reads.get(c, c) for c in op.input("Cond")], bool(op.attrs.get("is_scalar_condition"))
@@ -212,7 +190,7 @@ class Replay:
         [1]: false, set true by a conditional_block on that condition."""
         ran = self.var("ran", VarType.BOOL)
         self.flag(ran, False)
-        sets = Replay(self.block.program.append_block(self.block.idx), *self.sources)
+        sets = Replay(child_block(self.block), *self.sources)
         sets.flag(ran, True)
         run = self.op("conditional_block", {"Cond": conds, "Input": []},
                       {"Out": [ran], "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
@@ -240,7 +218,7 @@ def outer_reads(block: Block) -> list[str]:
 def differentiated_run(g, replay: Block, outputs: list[str]) -> list[OpDesc]:
     """A conditional_block that always runs ``replay``, writing ``outputs``, then its grad ops from conditional_block's
     own maker."""
-    always = g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name
+    always = declare(g.block, VarDesc(Replay(replay).unique("always"), [1], VarType.BOOL)).name
     scope = Replay(g.block).var("scope", VarType.STEP_SCOPES, None)
     run = OpDesc("conditional_block", {"Cond": [always], "Input": outer_reads(replay)},
                  {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": True})
@@ -259,7 +237,7 @@ def _conditional_block_grad(g) -> list[OpDesc]:
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
     first = len(program.blocks)
-    top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
+    top, reads, kept = Replay(child_block(g.block), forward, backward), {}, []
 
     def keep(name: str, op: OpDesc) -> str:
         kept.append((name, op, g.value_before(name, op)))

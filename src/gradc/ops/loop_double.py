@@ -24,6 +24,7 @@ from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from ..registry import defgrad
 from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
 from .control_flow_double import GRAD_REPLAYS, RENAMED, Replay, differentiated_run
+from .replay_names import child_block
 
 
 def _tree(block: Block) -> list[Block]:
@@ -91,7 +92,7 @@ def _iterations(top: Replay, body: Block, initial: dict[str, str], condition: st
     """The number of iterations: the body's copies run from the initial state, counted."""
     count = _counter(top, "iterations", 0)
     state = _copies(top, initial)
-    counting = Replay(top.block.program.append_block(top.block.idx), *top.sources)
+    counting = Replay(child_block(top.block), *top.sources)
     counting.copy_ops(body.ops, {**base, **state}, state)
     counting.op("increment", {"X": [count]}, {"Out": [count]}, {"step": 1.0})
     _loop(top, state[condition], counting.block, is_test=True)
@@ -102,14 +103,14 @@ def _sweep_step(top: Replay, body: Block, backward: Block, initial: dict, carry:
                 step: str, zero: str, going: str, base: dict[str, str]) -> Block:
     """The reverse sweep's body for iteration t = step: the state at t (t - 1 iterations from the start), the
     values of iteration t, its backward block; carry and sums updated, step decremented."""
-    sweep = Replay(top.block.program.append_block(top.block.idx), *top.sources)
+    sweep = Replay(child_block(top.block), *top.sources)
     start = _copies(sweep, initial)
     done, before = _counter(sweep, "done", 0), sweep.fresh(step)
     sweep.op("assign", {"X": [step]}, {"Out": [before]})
     sweep.op("increment", {"X": [before]}, {"Out": [before]}, {"step": -1.0})
     more = sweep.var("more", VarType.BOOL)
     sweep.op("less_than", {"X": [done], "Y": [before]}, {"Out": [more]})
-    forward = Replay(top.block.program.append_block(sweep.block.idx), *top.sources)
+    forward = Replay(child_block(sweep.block), *top.sources)
     forward.copy_ops(body.ops, {**base, **start}, start)
     forward.op("increment", {"X": [done]}, {"Out": [done]}, {"step": 1.0})
     forward.op("less_than", {"X": [done], "Y": [before]}, {"Out": [more]})
@@ -157,7 +158,7 @@ def _while_grad(g) -> list[OpDesc]:
     start = next((i for i in range(at) if ops[i].type == "while" and ops[i].attrs.get("sub_block") == body.idx), None)
     if start is None:
         raise GradError("while_grad: its while op is not in its block (the replay starts from the loop's state)")
-    loop, top, seen = ops[start], Replay(program.append_block(g.block.idx), body, backward), {}
+    loop, top, seen = ops[start], Replay(child_block(g.block), body, backward), {}
     state = list(dict.fromkeys([n for n in loop.input("X") if n in loop.output("Out")] + loop.input("Condition")))
     copies: dict[str, tuple[str, OpDesc]] = {}
 

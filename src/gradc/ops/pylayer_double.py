@@ -14,6 +14,7 @@ from ..ir import EMPTY_VAR, GRAD_SUFFIX
 from ..registry import defgrad
 from .control_flow_double import GRAD_REPLAYS, INLINED, Replay, differentiated_run
 from .pylayer import BACKWARD, FORWARD, inner_grad  # (registers the grad op given a maker here)
+from .replay_names import child_block
 
 
 def _layer(program, backward):
@@ -40,7 +41,7 @@ def _pylayer_grad_grad(g) -> list:
     program = g.block.program
     backward = program.blocks[g.attr("backward_block")]
     forward = program.blocks[_forward_block(program, backward)]
-    replay = Replay(program.append_block(g.block.idx), forward, backward)
+    replay = Replay(child_block(g.block), forward, backward)
     renamed = replay.copy_ops(forward.ops + backward.ops, {inner_grad(grad): grad for grad in g.I("Out@GRAD")})
     outputs = []
     for var, grad in zip(g.I("Input"), g.O("Input@GRAD")):   # the grads again (zeros where the block left none)
