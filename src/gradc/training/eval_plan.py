@@ -42,6 +42,8 @@ class EvalPlan:
     ranking: tuple[str, ...] | None = None   # scores, relevance (and query ids): NDCG@k, MRR over the whole set
     ranking_at: list[int] = field(default_factory=list)
     roc: tuple[str, str] | None = None   # a score an example and the data's labels: the set's ROC AUC
+    keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
+    pck_at: list[float] = field(default_factory=list)
     multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)

@@ -14,6 +14,7 @@ from .accuracy import ScoreTally, counted_positions, scored_rows
 from .data import Dataset, OneBatch, examples, naming
 from .eval_plan import EvalPlan
 from .history import scalar
+from .keypoints import KeypointTally
 from .multilabel import MultiLabelTally
 from .ranking import RankingTally
 from .retrieval import RecallTally
@@ -38,7 +39,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     towers = list(evaluation.recall or ())
     ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
     tagged = [evaluation.multilabel.scores] if evaluation.multilabel else []
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged
+    posed = list(evaluation.keypoints or ())[:1]
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed
                + ([evaluation.scores] if evaluation.scores else [])
                + ([evaluation.label] if evaluation.label_computed else []))
     tags = MultiLabelTally(evaluation.multilabel) if tagged else None
@@ -46,6 +48,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     retrieval = RecallTally(evaluation.recall_at)
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
     roc = RocTally(evaluation.roc)
+    poses = KeypointTally(evaluation.keypoints, evaluation.pck_at) if posed else None
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
     tally, count = ScoreTally(evaluation.topk, evaluation.miou, evaluation.f1), 0
     counts, whole_set = auc_counts(evaluation.program)
@@ -72,6 +75,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 roc.add(values[len(scalar_fetches) + len(chunks) + len(towers) + len(ranked)], batch, data.source)
             if tags:
                 tags.add(values[tags_at], batch[evaluation.multilabel.label], data.source)
+            if poses:
+                poses.add(values[tags_at + len(tagged)], batch, data.source)
             if evaluation.scores:
                 scores, labels = values[-2:] if evaluation.label_computed else (values[-1], batch[evaluation.label])
                 tally.add(*_scored(scores, labels, batch, evaluation, data.source))
@@ -86,7 +91,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
     return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
-            **(tags.results() if tags else {})}
+            **(tags.results() if tags else {}), **(poses.results() if poses else {})}
 
 
 def _scored(scores, labels, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:

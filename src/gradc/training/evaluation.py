@@ -3,7 +3,8 @@ weighted by its size; a mean over the labels counted, the set's sum over their c
 program's scores and the data's labels allow it, and the mean of any other fetched scalar (an auc op's AUC over
 every batch: the set's, counted from zero; a chunk_eval op's precision, recall and F1 from its chunk counts summed
 over every batch; a PSNR of a batch's MSE: from the set's MSE), and, asked, the set's mIoU or a two-tower model's
-recall@k (retrieval.py), a ranker's NDCG@k and MRR (ranking.py), or a score's ROC AUC (roc.py); a multi-label loss's
+recall@k (retrieval.py), a ranker's NDCG@k and MRR (ranking.py), a score's ROC AUC (roc.py), or a pose model's
+mean keypoint error and PCK (keypoints.py); a multi-label loss's
 micro and macro F1 where the accuracy would be (multilabel.py). The forward part runs in test mode; ``gradc
 evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
 agree.
@@ -32,6 +33,7 @@ from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .history import default_fetch
+from .keypoints import check_keypoints, parse_keypoints
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
 from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
@@ -46,12 +48,13 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
          recall: tuple[str, str] | None = None, test_mode: bool = True,
          ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
-         f1: bool = False) -> EvalPlan:
+         f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence[float] = ()) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
-    relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision; in
-    test mode unless
+    relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision;
+    with ``keypoints`` (predicted, true[, visibility]) the mean keypoint error and PCK at each of ``pck``; in test mode
+    unless
     ``test_mode`` is False (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
@@ -61,8 +64,9 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
     unfed = {}
-    if ranking or recall or roc:   # held-out data for a metric need not hold what the loss alone reads (its targets)
-        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall" if recall else "--roc")
+    if ranking or recall or roc or keypoints:   # held-out data for a metric need not hold what the loss alone reads
+        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall" if recall else "--roc"
+                              if roc else "--keypoints")
         losses = [name for name in losses if name not in unfed]
         fetch = None if fetch is None else [name for name in fetch if name not in unfed]
     asked = list(fetch) if fetch is not None else losses
@@ -94,9 +98,12 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if roc:
         check_roc(forward, names, roc)
         result.roc = roc
+    if keypoints:
+        check_keypoints(forward, names, keypoints)
+        result.keypoints, result.pck_at = keypoints, sorted(set(pck or [1.0]))
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
               *([result.label] if result.label_computed else []), *(ranking or ())[:1],
-              *(roc or ())[:1],
+              *(roc or ())[:1], *(keypoints or ())[:1],
               *([result.multilabel.scores] if result.multilabel else [])]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
@@ -207,7 +214,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              executor: Executor | None = None, seed: int | None = None, ignore_index: int | None = None,
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
-             roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None) -> dict:
+             roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None,
+             keypoints: str | tuple[str, ...] | None = None, pck: Sequence[float] = ()) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -218,8 +226,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
-    and "average_precision" of a score an example over the whole set (roc.py). ``threshold``: a multi-label model's
-    label is a yes where its score is above it (default 0.5 for probabilities, 0 for logits; multilabel.py). Labels
+    and "average_precision" of a score an example over the whole set (roc.py); ``keypoints``
+    ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1) (keypoints.py).
+    ``threshold``: a multi-label model's label is a yes where its score is above it (default 0.5 for probabilities,
+    0 for logits; multilabel.py). Labels
     equal to ``ignore_index`` (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a
     length, are left out of both.
     The data is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise)
@@ -248,7 +258,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         evaluation = plan(program, names, fetch, losses, label, topk, miou,
                           parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking,
-                          parse_roc(roc) if isinstance(roc, str) else roc, f1)
+                          parse_roc(roc) if isinstance(roc, str) else roc, f1,
+                          parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,
