@@ -68,8 +68,9 @@ def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
               "cut: sigmoid(0) = 0.5).")
 @click.option("--keypoints", metavar="PRED,TRUE[,VISIBLE]", callback=_keypoints, help="A pose model's mean "
               "keypoint error (mean_error) and PCK (pck@T, the share within T) over the whole set: PRED the program's "
-              "(x, y) of each keypoint, [N, K, 2] (a heatmap's argmax or soft-argmax); TRUE the data's, of that shape; "
-              "VISIBLE the data's visibility (a target weight, one value a keypoint), > 0 where counted.")
+              "(x, y) of each keypoint, [N, K, 2] (a heatmap's argmax or soft-argmax), or its heatmaps [N, K, H, W] "
+              "(their argmax, in heatmap pixels); TRUE the data's (x, y), [N, K, 2]; VISIBLE the data's visibility "
+              "(a target weight, one value a keypoint), > 0 where counted.")
 @click.option("--pck", type=click.FloatRange(min=0), multiple=True, metavar="T", help="--keypoints: PCK's distance, "
               "in the coordinates' units (heatmap pixels for an argmax of the heatmaps). Repeatable; default 1.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "

@@ -1,5 +1,6 @@
 """A pose model's keypoints scored over the whole set (``gradc evaluate --keypoints``): the program's predicted (x, y)
-of each keypoint (a heatmap's argmax or soft-argmax, [N, K, 2]) against the data's true ones, each keypoint counted
+of each keypoint (a heatmap's argmax or soft-argmax, [N, K, 2]), or its heatmaps [N, K, H, W], whose argmax gives the
+(column, row) as paddle.argmax would, against the data's true ones, each keypoint counted
 where the data's visibility (a target weight, any shape of N x K values) is above 0. The mean pixel error is the mean
 Euclidean distance over the counted keypoints; PCK@T the share of them within T of the truth, in the coordinates'
 own units (heatmap pixels, or pixels of the image)."""
@@ -37,9 +38,9 @@ def check_keypoints(program: Program, names: Sequence[str], keypoints: tuple[str
         if name not in names:
             raise GradcError(f"evaluation: --keypoints: the data has no array '{name}' (it holds {', '.join(names)})")
     shape = list(var.shape or [])
-    if len(shape) < 2 or shape[-1] not in (-1, 2):
-        raise GradcError(f"evaluation: --keypoints: '{predicted}' {shape} is not an (x, y) a keypoint: give [N, K, 2] "
-                         f"(a heatmap's argmax: paddle.stack([index % W, index // W], -1))")
+    if len(shape) != 4 and (len(shape) < 2 or shape[-1] not in (-1, 2)):
+        raise GradcError(f"evaluation: --keypoints: '{predicted}' {shape} is neither an (x, y) a keypoint ([N, K, 2]) "
+                         f"nor a heatmap a keypoint ([N, K, H, W])")
 
 
 class KeypointTally:
@@ -52,6 +53,10 @@ class KeypointTally:
     def add(self, predicted, batch: Mapping, source: str) -> None:
         predicted = np.asarray(predicted, np.float64)
         truth = np.asarray(batch[self.keypoints[1]], np.float64)
+        if predicted.ndim == 4:   # heatmaps: the first of each one's highest places, as paddle.argmax picks it
+            width = predicted.shape[-1]
+            places = np.argmax(predicted.reshape(*predicted.shape[:2], -1), axis=-1)
+            predicted = np.stack([places % width, places // width], -1).astype(np.float64)
         self.source = source
         if predicted.shape != truth.shape or predicted.shape[-1] != 2:
             raise GradcError(f"{source}: --keypoints: the coordinates '{self.keypoints[0]}' "
