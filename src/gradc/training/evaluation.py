@@ -108,11 +108,25 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
-                         "the labels (--label NAME)")
+                         f"the labels (--label NAME){_keypoints_hint(forward, names)}")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
     return result
+
+
+def _keypoints_hint(forward: Program, names: Sequence[str]) -> str:
+    """A pose model's outputs (a keypoint's (x, y), [N, K, 2], or heatmaps [N, K, H, W]) and the data's arrays it does
+    not read: the --keypoints that scores them."""
+    block = forward.global_block
+    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    shapes = {name: list(getattr(block.find_var(name), "shape", None) or []) for name in targets}
+    poses = [name for name, shape in shapes.items() if len(shape) == 4 or len(shape) == 3 and shape[-1] == 2]
+    unread = [name for name in names if block.find_var(name) is None]
+    if not poses or not unread:
+        return ""
+    return (f", or a pose model's keypoints, their mean error and PCK (--keypoints {poses[-1]},TRUE[,VISIBLE], of the "
+            f"arrays it does not read: {', '.join(unread)})")
 
 
 def _unfed_losses(forward: Program, names: Sequence[str], losses: Sequence[str], metric: str) -> dict[str, str]:
