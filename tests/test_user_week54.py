@@ -184,3 +184,32 @@ def test_an_exported_pose_model_without_keypoints_is_told_of_them(files, tmp_pat
                     files / "test.npz")
     assert run.returncode == 1 and "(--keypoints coords,TRUE[,VISIBLE], of the arrays it does not read: keypoints, " \
         "target, target_weight)" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("monitor, best", [("pck@2", max), ("mean_error", min)])
+def test_train_watches_pck_or_the_mean_error(files, tmp_path, monitor, best):
+    """train --eval took no keypoint metric: each epoch's loss alone. --keypoints and --pck report each epoch's mean
+    error and PCK of the held-out set; --early-stop --monitor keeps the epoch of the highest PCK or the lowest mean
+    error, whose numbers gradc evaluate gives again."""
+    folder = files / "simplebaseline"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam",
+                     *COMPILE["simplebaseline"]).returncode == 0
+    spec = f"{META['simplebaseline']['output']},keypoints,target_weight"
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", files / "data.npz", "--batch-size", 4, "--epochs", 4, "--eval",
+                    files / "test.npz", "--keypoints", spec, "--pck", 2, "--early-stop", 4, "--monitor", monitor,
+                    "--save-params", tmp_path / "kept.npz", "--json", *SCHEDULES["simplebaseline"])
+    assert run.returncode == 0, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert all({"mean_error", "pck@2"} <= set(epoch) for epoch in epochs)
+    again = gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "kept.npz", "--data",
+                      files / "test.npz", "--keypoints", spec, "--pck", 2, "--json")
+    kept = json.loads(again.stdout)
+    assert kept[monitor] == pytest.approx(best(epoch[monitor] for epoch in epochs), abs=1e-12)
+
+
+def test_keypoints_on_train_need_eval(files):
+    folder = files / "simplebaseline"
+    run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--data", files / "data.npz",
+                    "--keypoints", "a,b")
+    assert run.returncode == 2 and "--keypoints: only with --eval" in run.stderr, run.stderr

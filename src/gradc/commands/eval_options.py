@@ -1,6 +1,6 @@
 """The options that ask an evaluation for its metrics beside its scalars (the top-k accuracy, the mIoU, a two-tower
-model's recall@k, a ranker's NDCG@k and MRR, a score's ROC AUC, and the labels and mask they count), shared by `gradc
-evaluate` and `gradc train --eval`."""
+model's recall@k, a ranker's NDCG@k and MRR, a score's ROC AUC, a pose model's keypoint error and PCK, and the labels
+and mask they count), shared by `gradc evaluate` and `gradc train --eval`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import click
 
 from ..errors import GradcError
 from ..training.eval_plan import EvalMetrics
+from ..training.keypoints import parse_keypoints
 from ..training.ranking import parse_ranking
 from ..training.retrieval import parse_pair
 from ..training.roc import parse_roc
@@ -40,9 +41,16 @@ def _roc(ctx, param, value: str | None) -> tuple[str, str] | None:
         raise click.BadParameter(str(exc).removeprefix(f"--roc {value!r}: ")) from None
 
 
+def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
+    try:
+        return parse_keypoints(value) if value is not None else None
+    except GradcError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"--keypoints {value!r}: ")) from None
+
+
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc and --topk (``topk_default``: the k
-    without it)."""
+    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck and --topk
+    (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read)."),
@@ -73,6 +81,14 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "program's, [N] or [N, 1] (an anomaly detector's reconstruction error or distance, a binary "
                      "classifier's logit), higher for the positive class; LABEL the data's labels, > 0 positive (an "
                      "anomaly)."),
+        click.option("--keypoints", metavar="PRED,TRUE[,VISIBLE]", callback=_keypoints, help="A pose model's "
+                     "mean keypoint error (mean_error) and PCK (pck@T, the share within T) over the whole set: PRED "
+                     "the program's (x, y) of each keypoint, [N, K, 2] (a heatmap's argmax or soft-argmax), or its "
+                     "heatmaps [N, K, H, W] (their argmax, in heatmap pixels); TRUE the data's (x, y), [N, K, 2]; "
+                     "VISIBLE the data's visibility (a target weight, one value a keypoint), > 0 where counted."),
+        click.option("--pck", type=click.FloatRange(min=0), multiple=True, metavar="T", help="--keypoints: PCK's "
+                     "distance, in the coordinates' units (heatmap pixels for an argmax of the heatmaps). Repeatable; "
+                     "default 1."),
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 
@@ -83,7 +99,8 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
     return apply
 
 
-def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False) -> EvalMetrics:
+def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False, keypoints=None,
+                  pck=()) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc, f1)
+                       roc, f1, keypoints, list(pck))

@@ -11,13 +11,12 @@ import click
 from click.core import ParameterSource
 
 from ..backward import no_loss_hint
-from ..errors import GradcError, GradcNotice
+from ..errors import GradcNotice
 from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
-from ..training.keypoints import parse_keypoints
 from ..training.multilabel import ThresholdError
 from .eval_options import metric_options
 from .loss_option import loss_option
@@ -28,13 +27,6 @@ def _finite(ctx, param, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value}: give a finite number")
     return value
-
-
-def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
-    try:
-        return parse_keypoints(value) if value is not None else None
-    except GradcError as exc:
-        raise click.BadParameter(str(exc).removeprefix(f"--keypoints {value!r}: ")) from None
 
 
 @click.command()
@@ -66,13 +58,6 @@ def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
               "probability strictly between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
               "(sigmoid_cross_entropy_with_logits's input). Default 0.5 for probabilities, 0 for logits (the same "
               "cut: sigmoid(0) = 0.5).")
-@click.option("--keypoints", metavar="PRED,TRUE[,VISIBLE]", callback=_keypoints, help="A pose model's mean "
-              "keypoint error (mean_error) and PCK (pck@T, the share within T) over the whole set: PRED the program's "
-              "(x, y) of each keypoint, [N, K, 2] (a heatmap's argmax or soft-argmax), or its heatmaps [N, K, H, W] "
-              "(their argmax, in heatmap pixels); TRUE the data's (x, y), [N, K, 2]; VISIBLE the data's visibility "
-              "(a target weight, one value a keypoint), > 0 where counted.")
-@click.option("--pck", type=click.FloatRange(min=0), multiple=True, metavar="T", help="--keypoints: PCK's distance, "
-              "in the coordinates' units (heatmap pixels for an argmax of the heatmaps). Repeatable; default 1.")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
@@ -80,7 +65,8 @@ def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, f1, recall, ranking, roc, topk, threshold, keypoints, pck, seed, train_mode, as_json, strict_params):
+             miou, f1, recall, ranking, roc, keypoints, pck, topk, threshold, seed, train_mode, as_json,
+             strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each

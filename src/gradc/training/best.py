@@ -28,15 +28,16 @@ def split_best(values: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], di
 
 
 class EarlyStopping:
-    def __init__(self, program: Program, monitor: str, patience: int, fetched: list[str], metrics: list[str] = ()):
+    def __init__(self, program: Program, monitor: str, patience: int, fetched: list[str], metrics: list[str] = (),
+                 lower_metrics: list[str] = ()):
         """``metrics``: the evaluation's names beside the fetched vars (the accuracy, mIoU, recall@k: higher is
-        better)."""
+        better); ``lower_metrics`` those of them lower is better of (a pose model's mean keypoint error)."""
         if monitor not in fetched and monitor not in metrics:
             raise GradcError(f"early stopping watches '{monitor}', which is not fetched (the fetched vars: "
                              f"{', '.join(fetched) or 'none'}): fetch it too (--fetch {monitor})"
                              + (f", or watch a metric of the evaluation ({', '.join(metrics)})" if metrics else ""))
         self.monitor, self.patience = monitor, patience
-        self.higher = higher_is_better(program, monitor) or monitor in metrics
+        self.higher = higher_is_better(program, monitor) or monitor in metrics and monitor not in lower_metrics
         self.names = model_parameters(program)
         self.values: dict[str, np.ndarray] = {}
         self.epoch: int | None = None   # the epoch (from 1) whose parameters ``values`` holds

@@ -12,6 +12,7 @@ from ..errors import GradcError
 from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
+from .keypoints import pck_key
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
 from .multilabel import MultiLabel, of_output
@@ -64,20 +65,28 @@ class EvalMetrics:
     ranking: tuple[str, ...] | None = None
     roc: tuple[str, str] | None = None
     f1: bool = False
+    keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
+    pck: list[float] = field(default_factory=list)
 
     def kept(self) -> list[str]:
         """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,
         a detector's labels)."""
-        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:])
+        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:]) + list((self.keypoints or ())[1:])
+
+    def lower_names(self) -> list[str]:
+        """Those of its names lower is better of: a pose model's mean keypoint error."""
+        return ["mean_error"] if self.keypoints else []
 
     def names(self) -> list[str]:
-        """The names its numbers are reported by where the program's scores allow them (higher is better for each):
+        """The names its numbers are reported by where the program's scores allow them (higher is better for each but
+        lower_names'):
         recall@K, ndcg@K, hit@K, mrr and query_auc, roc_auc and average_precision, the accuracy ("acc" for k 1
         alone, else "acc_topK") and "miou"."""
         ks = sorted(set(self.topk))
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
         names += ranking_keys(ks) if self.ranking else []
         names += list(ROC_KEYS) if self.roc else []
+        names += [pck_key(t) for t in sorted(set(self.pck or [1.0]))] + self.lower_names() if self.keypoints else []
         if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
             names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
         return names + (["miou"] if self.miou else []) + (list(CLASS_F1_KEYS) if self.f1 else [])

@@ -153,7 +153,7 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
     try:
         return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
                     metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
-                    f1=metrics.f1)
+                    f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
 

@@ -179,7 +179,8 @@ class Trainer:
                              "data (--eval) and the loss")
         self.metrics = metrics or EvalMetrics()
         self.early_stopping = early = None if early_stop is None else EarlyStopping(
-            self.program, monitor or self.fetch[0], early_stop, self.fetch, self.metrics.names())
+            self.program, monitor or self.fetch[0], early_stop, self.fetch, self.metrics.names(),
+            self.metrics.lower_names())
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
             eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program), self.metrics.kept())
