@@ -45,8 +45,8 @@ def _host_scores(predicted: np.ndarray, truth: np.ndarray, visible: np.ndarray, 
 def test_each_pose_model_trains_to_paddles_losses(files, model):
     """gradc compile --optimizer adam (--weight-decay as Paddle's L2 weight_decay) and train from Paddle's initial
     weights, under the same MultiStepDecay: Paddle's 5 losses to 1e-6 (BatchNorm on the batch, Conv2DTranspose,
-    interpolate, OHKM's topk, the soft-argmax) and its weights to 1e-6 (no fault), but the bias of the heatmaps the
-    soft-argmax reads: a softmax over the places does not see it, its gradient is rounding alone (1e-10), which Adam
+    interpolate, OHKM's topk, the soft-argmax) and its weights to 3e-7 (no fault), but the bias of the heatmaps the
+    soft-argmax reads: a softmax over the places does not see it, its gradient is rounding alone (2e-8), which Adam
     turns into steps of either sign in both."""
     folder = files / model
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "t.pb", "--optimizer", "adam",
@@ -58,7 +58,7 @@ def test_each_pose_model_trains_to_paddles_losses(files, model):
     ours, paddle = np.load(folder / "mine.npz"), np.load(folder / "trained.npz")
     shift_invariant = {"conv2d_10.b_0"} if model == "integral" else set()   # the heatmaps' bias
     for name in set(paddle.files) - shift_invariant:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-7, err_msg=name)
 
 
 @pytest.mark.parametrize("model", MODELS)
