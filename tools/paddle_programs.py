@@ -33,6 +33,23 @@ def write_pir_gz(program, path: Path) -> None:
         write_gz(path, Path(f"{tmp}/program.json").read_bytes())
 
 
+def pir_minimized(out: Path, prefix: str, build, make_optimizer, seed: int):
+    """In Paddle 3's PIR static mode, ``build()``'s loss in a new main/startup pair (both seeded ``seed``) minimized
+    by ``make_optimizer()``, the loss fetched as "loss"; the pair written gzipped as out/PREFIXpir_train.json and
+    out/PREFIXpir_startup.json: (main, startup, loss, optimizer)."""
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        main.random_seed = startup.random_seed = seed
+        loss = build()
+        optimizer = make_optimizer()
+        optimizer.minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    write_pir_gz(main, out / f"{prefix}pir_train.json")
+    write_pir_gz(startup, out / f"{prefix}pir_startup.json")
+    return main, startup, loss, optimizer
+
+
 def without_callstacks(program) -> bytes:
     """The program's bytes without the Python stack traces Paddle records on every op (most of its size, and of no
     use to a reader); the program itself keeps them."""

@@ -27,7 +27,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 import paddle_legacy_shim
-from paddle_programs import gzip_file, pir_half, predict, script_main, write_gz, write_pir_gz
+from paddle_programs import gzip_file, pir_half, pir_minimized, predict, script_main, write_gz
 
 FEATURES, HIDDEN, CLASSES, RANK, ALPHA = 8, 16, 4, 4, 8.0
 BATCH, STEPS = 8, 5
@@ -239,15 +239,7 @@ def pir_training(out: Path, name: str, optimizer, frozen: str, lora: bool, steps
     """The LoRA or layer-wise program built and minimized in Paddle 3's PIR static mode: its training program (the
     loss fetched as "loss") and startup as NAME_pir_train.json / NAME_pir_startup.json, Paddle's losses from the
     pretrained weights."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 42
-        _, _, loss = build(frozen, lora)
-        optimizer().minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    main, startup, loss, _ = pir_minimized(out, f"{name}_", lambda: build(frozen, lora)[2], optimizer, 42)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)

@@ -41,12 +41,12 @@ from paddle_programs import (
     gzip_file,
     minimized,
     pir_half,
+    pir_minimized,
     script_main,
     train_saving_values,
     weighted_corner,
     without_callstacks,
     write_gz,
-    write_pir_gz,
     write_programs_gz,
 )
 
@@ -264,15 +264,7 @@ def pir_training(out: Path, name: str) -> list[float]:
     """The model built and minimized in PIR static mode (F.normalize itself there): NAME_pir_train.json (the loss
     fetched as "loss") / NAME_pir_startup.json, its initial values NAME_pir_init.npz, its losses on the legacy run's
     data."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 49
-        loss, _ = MODELS[name]()
-        OPTIMIZERS[name]().minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    main, startup, loss, _ = pir_minimized(out, f"{name}_", lambda: MODELS[name]()[0], OPTIMIZERS[name], 49)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     data = dict(np.load(out / name / "data.npz"))
     with paddle.static.scope_guard(scope):

@@ -34,11 +34,11 @@ import paddle.nn.functional as F
 from paddle_programs import (
     minimized,
     pir_half,
+    pir_minimized,
     script_main,
     train_saving_values,
     without_callstacks,
     write_gz,
-    write_pir_gz,
     write_programs_gz,
 )
 
@@ -195,16 +195,7 @@ def train_model(out: Path, name: str, exe) -> dict:
 def pir_training(out: Path, name: str) -> list[float]:
     """The model built and minimized in PIR static mode: NAME_pir_train.json (the loss fetched as "loss") /
     NAME_pir_startup.json, its losses on the legacy run's data from its initial values, the legacy run's."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 50
-        loss, _ = MODELS[name]()
-        optimizer = OPTIMIZERS[name]()
-        optimizer.minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    main, startup, loss, optimizer = pir_minimized(out, f"{name}_", lambda: MODELS[name]()[0], OPTIMIZERS[name], 50)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     data = dict(np.load(out / name / "data.npz"))
     with paddle.static.scope_guard(scope):

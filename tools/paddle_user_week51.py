@@ -33,7 +33,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, script_main, write_gz, write_pir_gz
+from paddle_programs import legacy_persistables, pir_half, pir_minimized, script_main, write_gz
 
 FEATURES, CODE, STEPS, BATCH, SIDE, EWC_LAMBDA, PENALTY = 16, 4, 5, 8, 8, 50.0, 0.1
 RNG = np.random.default_rng(51)
@@ -237,16 +237,11 @@ def main(out: Path) -> None:
 def main_pir(out: Path) -> None:
     """The dense autoencoder minimized in PIR static mode: its programs, initial values and losses on the legacy
     run's data."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 51
+    def dense_loss():
         x = paddle.static.data("x", [-1, FEATURES], "float32")
-        loss = F.mse_loss(autoencoder()(x), x)
-        paddle.optimizer.Adam(0.01).minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, "dense_pir_train"), (startup, "dense_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+        return F.mse_loss(autoencoder()(x), x)
+
+    main, startup, loss, _ = pir_minimized(out, "dense_", dense_loss, lambda: paddle.optimizer.Adam(0.01), 51)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     train = dict(np.load(out / "dense" / "data.npz"))
     with paddle.static.scope_guard(scope):

@@ -33,8 +33,8 @@ from paddle_programs import (
     legacy_persistables,
     minimized,
     pir_half,
+    pir_minimized,
     script_main,
-    write_pir_gz,
     write_programs_gz,
 )
 
@@ -176,15 +176,7 @@ def main(out: Path) -> None:
 def pir_training(out: Path, name: str) -> list[float]:
     """The model built and minimized in PIR static mode: NAME_pir_train.json (the loss fetched as "loss") /
     NAME_pir_startup.json, its initial values NAME_pir_init.npz, its losses on the legacy run's batches."""
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 52
-        loss, _ = MODELS[name]()
-        optimizer = OPTIMIZERS[name]()
-        optimizer.minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    main, startup, loss, optimizer = pir_minimized(out, f"{name}_", lambda: MODELS[name]()[0], OPTIMIZERS[name], 52)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / name / "data.npz")), []
     with paddle.static.scope_guard(scope):

@@ -30,7 +30,14 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, minimized, pir_half, script_main, write_pir_gz, write_programs_gz
+from paddle_programs import (
+    legacy_persistables,
+    minimized,
+    pir_half,
+    pir_minimized,
+    script_main,
+    write_programs_gz,
+)
 
 KEYPOINTS, SIDE, GRID, STEPS, BATCH, TEST = 4, 32, 8, 5, 4, 8
 FLIP_PAIRS = [1, 0, 3, 2]   # keypoints 0/1 and 2/3 are a left/right pair
@@ -199,16 +206,8 @@ def main(out: Path) -> None:
 
 def main_pir(out: Path) -> None:
     """The simplebaseline minimized in PIR static mode, trained on the legacy run's batches: pir_losses.json."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 54
-        loss, _ = simplebaseline()
-        optimizer = OPTIMIZERS["simplebaseline"]()
-        optimizer.minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    write_pir_gz(main, out / "pir_train.json")
-    write_pir_gz(startup, out / "pir_startup.json")
+    build, make_optimizer = (lambda: simplebaseline()[0]), OPTIMIZERS["simplebaseline"]
+    main, startup, loss, optimizer = pir_minimized(out, "", build, make_optimizer, 54)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / "data.npz")), []
     with paddle.static.scope_guard(scope):

@@ -31,7 +31,14 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, pir_half, script_main, without_callstacks, write_gz, write_pir_gz
+from paddle_programs import (
+    legacy_persistables,
+    pir_half,
+    pir_minimized,
+    script_main,
+    without_callstacks,
+    write_gz,
+)
 
 VOCAB, EMB, HIDDEN, ATTN, CHANNELS, PLACES, WIDTH, STEPS, BATCH = 30, 8, 16, 8, 8, 16, 8, 5, 8
 RNG = np.random.default_rng(55)
@@ -261,16 +268,7 @@ def main(out: Path) -> None:
 
 def main_pir(out: Path) -> None:
     """showtell minimized in PIR static mode, trained on the legacy run's batches: pir_losses.json."""
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 55
-        loss, _ = showtell()
-        opt = optimizer()
-        opt.minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, "showtell_pir_train"), (startup, "showtell_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    main, startup, loss, opt = pir_minimized(out, "showtell_", lambda: showtell()[0], optimizer, 55)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / "data.npz")), []
     with paddle.static.scope_guard(scope):
