@@ -107,6 +107,33 @@ def test_gradc_train_takes_a_schedule(tmp_path):
     assert_clean_failure(bad, "unknown learning-rate schedule 'Warp'")
 
 
+@pytest.mark.parametrize("spec, step, rate", [
+    ("ExponentialDecay(learning_rate=0.1, gamma=10)", 400, "inf"),   # float ** int raised OverflowError
+    ("NaturalExpDecay(learning_rate=0.1, gamma=-10)", 400, "inf"),   # math.exp raised OverflowError
+    ("StepDecay(learning_rate=0.1, step_size=1, gamma=1e10)", 40, "inf"),
+    ("ExponentialDecay(learning_rate=0.1, gamma=10)", 40, "1.0000000000000001e+39"),   # finite, inf in float32
+    ("LambdaDecay(0.1, lambda e: 1e308 if e >= 3 else 1)", 3, "1.0000000000000001e+307"),
+])
+def test_a_decay_past_float32s_range_is_refused_by_its_step(spec, step, rate):
+    """A growing decay (a gamma above 1) raised an internal OverflowError past the float range, and below it wrote
+    inf into the float32 learning-rate var: every weight inf or NaN at that update, unsaid."""
+    schedule = schedules.parse(spec)
+    with pytest.raises(gradc.GradcError, match=re.escape(f"schedule gives {rate} at step {step}: not a finite")):
+        schedules.rate_at(schedule, step)
+    assert schedules.rate_at(schedule, 0) == pytest.approx(0.1)
+
+
+def test_gradc_train_refuses_a_schedule_that_overflows_before_its_first_step(tmp_path):
+    case = OptimCase("linear_lr_StepDecay")
+    np.savez(tmp_path / "feed.npz", **{name: batches[0] for name, batches in case.arrays("feeds").items()})
+    np.savez(tmp_path / "init.npz", **case.arrays("init"))
+    result = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
+                       tmp_path / "feed.npz", "--steps", 30, "--lr-schedule", "ExponentialDecay(0.1, gamma=100)",
+                       "--save-params", tmp_path / "out.npz")
+    assert_clean_failure(result, "the learning-rate schedule gives 1e+57 at step 29: not a finite float32 number")
+    assert not (tmp_path / "out.npz").exists()
+
+
 @pytest.mark.parametrize("spec, message", [
     ("LambdaDecay(0.1, lambda e: (-1) ** 0.5)", "at epoch 3: (6.123233995736766e-17+1j) is not a real number"),
     ("LambdaDecay(0.1, lambda e: int(1e308) * int(1e308))", "at epoch 3: int too large to convert to float"),

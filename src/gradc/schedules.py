@@ -16,7 +16,7 @@ from .errors import GradcError, closest
 from .ir import Program
 from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
-from .schedule_base import Schedule
+from .schedule_base import Schedule, rate_at
 from .schedules_cyclic import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR
 from .schedules_lambda import EpochFunction, LambdaDecay, MultiplicativeDecay
 from .schedules_plateau import ReduceOnPlateau
@@ -300,5 +300,5 @@ def write_learning_rate(program: Program, scope, value: float, name: str | None 
 def run_step(executor, program: Program, scope, schedule: Schedule, step: int, feed: Mapping | None = None,
              fetch_list=None, lr_var: str | None = None) -> list:
     """One training run at ``step`` (0-based): the schedule's value goes into the learning-rate var first."""
-    write_learning_rate(program, scope, schedule(step), lr_var)
+    write_learning_rate(program, scope, rate_at(schedule, step), lr_var)
     return executor.run(program, feed=feed, fetch_list=fetch_list, scope=scope)

@@ -109,7 +109,8 @@ class Trainer:
         if self.schedule is not None:
             update = (self.epoch if self.lr_per_epoch     # gradient merge: k runs an update
                       else self.step // schedules.runs_per_update(self.program, self.scope))
-            schedules.write_learning_rate(self.program, self.scope, self.schedule(update), self.lr_var)
+            rate = schedules.rate_at(self.schedule, update)
+            schedules.write_learning_rate(self.program, self.scope, rate, self.lr_var)
         parts = self.history.parts   # what the epoch's set values are computed from (History.running)
         fetch = self.fetch + parts + [grad for _, grad in self.gradient_pairs] + self.overflow_flag
         try:
@@ -199,7 +200,8 @@ class Trainer:
         epochs = epochs if epochs is not None else -(-steps // batches) if steps else 1
         self.check_data(data, eval_data, batch_size, drop_last)
         if self.schedule is not None:   # a schedule that ends (OneCycleLR) refuses a run too long before its first step
-            self.schedule((epochs if self.lr_per_epoch else min(epochs * batches, steps or epochs * batches)) - 1)
+            last = epochs if self.lr_per_epoch else min(epochs * batches, steps or epochs * batches)
+            schedules.rate_at(self.schedule, last - 1)
         if checkpoint_dir:
             checkpoint_directory(checkpoint_dir)
         reporter = reporter or Reporter()
