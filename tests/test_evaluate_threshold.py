@@ -1,5 +1,6 @@
-"""gradc evaluate --threshold: a multi-label model's labels were a yes above a fixed 0.5 (probabilities) or 0 (logits);
-now above the user's T, in the scores' own terms, checked against numpy's thresholding of the same scores."""
+"""gradc evaluate --threshold (and train --eval --threshold): a multi-label model's labels were a yes above a fixed 0.5
+(probabilities) or 0 (logits); now above the user's T, in the scores' own terms, checked against numpy's thresholding
+of the same scores."""
 
 import json
 
@@ -81,3 +82,30 @@ def test_a_threshold_without_multi_label_scores_is_refused(tmp_path):
                     folder / "data.npz", "--threshold", 0.3)
     assert run.returncode == 2 and "--threshold 0.3: no multi-label scores to cut" in run.stderr, run.stderr
     assert run.stderr.count("\n") == 1
+
+
+def test_train_eval_takes_the_threshold_evaluate_takes(tmp_path):
+    """gradc train --eval scored a multi-label model only at the fixed cut (and only with --topk); --threshold T now
+    gives each epoch's micro F1 at T, evaluate's of the same trained values."""
+    folder = unpacked(DATA / "user_week52", tmp_path, ("fasttext",)) / "fasttext"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "sgd", "--lr",
+                     0.05).returncode == 0
+    trained = gradc_cli("train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", "--params",
+                        folder / "init.npz", "--data", folder / "data.npz", "--eval", folder / "data.npz",
+                        "--batch-size", 8, "--threshold", -0.3, "--json", "--save-params", tmp_path / "out.npz")
+    assert trained.returncode == 0, trained.stderr
+    epoch = json.loads(trained.stdout.splitlines()[-1])["eval"]
+    evaluated = {t: json.loads(gradc_cli("evaluate", folder / "forward.pb", "--params", tmp_path / "out.npz",
+                                         "--data", folder / "data.npz", "--json", *t).stdout) for t in
+                 (("--threshold", -0.3), ())}
+    assert epoch["micro_f1"] == pytest.approx(evaluated[("--threshold", -0.3)]["micro_f1"])
+    assert epoch["micro_f1"] != pytest.approx(evaluated[()]["micro_f1"])
+
+
+@pytest.mark.parametrize("extra, says", [(("--threshold", "nan"), "nan: give a finite number"),
+                                         (("--threshold", "0.4"), "--threshold: only with --eval")])
+def test_a_bad_train_threshold_is_a_usage_error_of_one_line(tmp_path, extra, says):
+    folder = unpacked(DATA / "user_week52", tmp_path, ("fasttext",)) / "fasttext"
+    run = gradc_cli("train", folder / "forward.pb", "--params", folder / "init.npz", "--data", folder / "data.npz",
+                    *extra)
+    assert run.returncode == 2 and says in run.stderr and run.stderr.count("\n") == 1, run.stderr

@@ -4,6 +4,8 @@ and mask they count), shared by `gradc evaluate` and `gradc train --eval`."""
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ..errors import GradcError
@@ -48,9 +50,15 @@ def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
         raise click.BadParameter(str(exc).removeprefix(f"--keypoints {value!r}: ")) from None
 
 
+def _finite(ctx, param, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value}: give a finite number")
+    return value
+
+
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck and --topk
-    (``topk_default``: the k without it)."""
+    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck, --threshold
+    and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read)."),
@@ -89,6 +97,11 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
         click.option("--pck", type=click.FloatRange(min=0), multiple=True, metavar="T", help="--keypoints: PCK's "
                      "distance, in the coordinates' units (heatmap pixels for an argmax of the heatmaps). Repeatable; "
                      "default 1."),
+        click.option("--threshold", type=float, metavar="T", callback=_finite, help="A multi-label model's "
+                     "label is a yes where its score is above T, in the scores' terms: a probability strictly "
+                     "between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
+                     "(sigmoid_cross_entropy_with_logits's input). Default 0.5 for probabilities, 0 for logits (the "
+                     "same cut: sigmoid(0) = 0.5)."),
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 
@@ -100,7 +113,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
 
 
 def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False, keypoints=None,
-                  pck=()) -> EvalMetrics:
+                  pck=(), threshold=None) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc, f1, keypoints, list(pck))
+                       roc, f1, keypoints, list(pck), threshold)

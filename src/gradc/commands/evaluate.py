@@ -4,7 +4,6 @@ accuracy as Paddle's Model.evaluate reports them; thin over gradc.training.evalu
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import click
@@ -21,12 +20,6 @@ from ..training.multilabel import ThresholdError
 from .eval_options import metric_options
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
-
-
-def _finite(ctx, param, value: float | None) -> float | None:
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter(f"{value}: give a finite number")
-    return value
 
 
 @click.command()
@@ -53,11 +46,6 @@ def _finite(ctx, param, value: float | None) -> float | None:
               "Repeatable.")
 @metric_options(("1",), "Accuracy counts an example right when its label is among the K best-scored classes. "
                 "Repeatable.")
-@click.option("--threshold", type=float, metavar="T", callback=_finite,
-              help="A multi-label model's label is a yes where its score is above T, in the scores' terms: a "
-              "probability strictly between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
-              "(sigmoid_cross_entropy_with_logits's input). Default 0.5 for probabilities, 0 for logits (the same "
-              "cut: sigmoid(0) = 0.5).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own "
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "

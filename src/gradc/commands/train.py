@@ -19,6 +19,7 @@ from ..training import save_params as write_model_params
 from ..training.ema import ema_applied, require_ema
 from ..training.interrupt import Stopped
 from ..training.lbfgs import parse as parse_lbfgs
+from ..training.multilabel import ThresholdError
 from ..training.params import check_params_path, read_files, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updated_parameters, updates_nothing
@@ -119,8 +120,8 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
-          eval_data, label, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, topk, early_stop,
-          monitor, fetches,
+          eval_data, label, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, threshold, topk,
+          early_stop, monitor, fetches,
           log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
           save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json,
           strict_params):
@@ -148,7 +149,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     asked = [name for name, value in (("--label", label), ("--ignore-index", ignore_index), ("--mask", mask),
                                       ("--miou", miou), ("--f1", f1), ("--recall", recall),
                                       ("--ranking", ranking), ("--roc", roc), ("--keypoints", keypoints),
-                                      ("--pck", pck), ("--topk", topk)) if value]
+                                      ("--pck", pck), ("--threshold", threshold is not None),
+                                      ("--topk", topk)) if value]
     if asked and eval_data is None:   # else silently unused
         raise click.UsageError(f"{', '.join(asked)}: only with --eval")
     if data is None:
@@ -214,7 +216,9 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                               monitor=monitor, reporter=reporter,
                               metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking,
-                                                                    roc, f1, keypoints, pck))
+                                                                    roc, f1, keypoints, pck, threshold))
+    except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
+        raise click.UsageError(str(exc)) from None
     except Stopped as stop:
         kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         if as_json:   # the steps done and where they were kept, as a finished run's last line says them

@@ -67,6 +67,7 @@ class EvalMetrics:
     f1: bool = False
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
     pck: list[float] = field(default_factory=list)
+    threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
 
     def kept(self) -> list[str]:
         """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,

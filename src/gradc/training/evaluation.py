@@ -151,11 +151,15 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
         raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
-        return plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
-                    metrics.topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
-                    f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck)
+        topk = metrics.topk or ([1] if metrics.threshold is not None else [])   # a threshold asks for the scores
+        evaluation = plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
+                          topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
+                          f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
+    if metrics.threshold is not None:   # a ThresholdError as it is: the option's value, not the data, is wrong
+        evaluation.multilabel = at_threshold(evaluation.multilabel, metrics.threshold)
+    return evaluation
 
 
 
