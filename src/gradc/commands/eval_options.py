@@ -10,7 +10,7 @@ import click
 
 from ..errors import GradcError
 from ..training.eval_plan import EvalMetrics
-from ..training.keypoints import parse_keypoints
+from ..training.keypoints import PCK, parse_keypoints, parse_pck
 from ..training.ranking import parse_ranking
 from ..training.retrieval import parse_pair
 from ..training.roc import parse_roc
@@ -48,6 +48,13 @@ def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
         return parse_keypoints(value) if value is not None else None
     except GradcError as exc:
         raise click.BadParameter(str(exc).removeprefix(f"--keypoints {value!r}: ")) from None
+
+
+def _pck(ctx, param, values: tuple[str, ...]) -> list[PCK]:
+    try:
+        return [parse_pck(value) for value in values]
+    except GradcError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--pck ")) from None
 
 
 def _finite(ctx, param, value: float | None) -> float | None:
@@ -94,9 +101,10 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "the program's (x, y) of each keypoint, [N, K, 2] (a heatmap's argmax or soft-argmax), or its "
                      "heatmaps [N, K, H, W] (their argmax, in heatmap pixels); TRUE the data's (x, y), [N, K, 2]; "
                      "VISIBLE the data's visibility (a target weight, one value a keypoint), > 0 where counted."),
-        click.option("--pck", type=click.FloatRange(min=0), multiple=True, metavar="T", help="--keypoints: PCK's "
-                     "distance, in the coordinates' units (heatmap pixels for an argmax of the heatmaps). Repeatable; "
-                     "default 1."),
+        click.option("--pck", multiple=True, metavar="T[*SIZE]", callback=_pck, help="--keypoints: PCK's "
+                     "distance, in the coordinates' units (heatmap pixels for an argmax of the heatmaps), or T*SIZE: "
+                     "that share of the data's SIZE array, a length an example or a keypoint (its head segment's "
+                     "for PCKh@0.5: 0.5*head_size). Repeatable; default 1."),
         click.option("--threshold", type=float, metavar="T", callback=_finite, help="A multi-label model's "
                      "label is a yes where its score is above T, in the scores' terms: a probability strictly "
                      "between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "

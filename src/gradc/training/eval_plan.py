@@ -12,7 +12,7 @@ from ..errors import GradcError
 from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
-from .keypoints import pck_key
+from .keypoints import PCK, pcks
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
 from .multilabel import MultiLabel, of_output
@@ -44,7 +44,7 @@ class EvalPlan:
     ranking_at: list[int] = field(default_factory=list)
     roc: tuple[str, str] | None = None   # a score an example and the data's labels: the set's ROC AUC
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
-    pck_at: list[float] = field(default_factory=list)
+    pck_at: list[PCK] = field(default_factory=list)
     multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
@@ -66,13 +66,14 @@ class EvalMetrics:
     roc: tuple[str, str] | None = None
     f1: bool = False
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
-    pck: list[float] = field(default_factory=list)
+    pck: list[PCK | float] = field(default_factory=list)   # PCK's distances (1 when none is)
     threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
 
     def kept(self) -> list[str]:
         """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,
         a detector's labels)."""
-        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:]) + list((self.keypoints or ())[1:])
+        sizes = [pck.size for pck in pcks(self.pck) if pck.size] if self.keypoints else []
+        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:]) + list((self.keypoints or ())[1:]) + sizes
 
     def lower_names(self) -> list[str]:
         """Those of its names lower is better of: a pose model's mean keypoint error."""
@@ -87,7 +88,7 @@ class EvalMetrics:
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
         names += ranking_keys(ks) if self.ranking else []
         names += list(ROC_KEYS) if self.roc else []
-        names += [pck_key(t) for t in sorted(set(self.pck or [1.0]))] + self.lower_names() if self.keypoints else []
+        names += [pck.key for pck in pcks(self.pck)] + self.lower_names() if self.keypoints else []
         if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
             names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
         return names + (["miou"] if self.miou else []) + (list(CLASS_F1_KEYS) if self.f1 else [])

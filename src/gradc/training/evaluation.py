@@ -33,7 +33,7 @@ from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .history import default_fetch
-from .keypoints import check_keypoints, parse_keypoints
+from .keypoints import check_keypoints, parse_keypoints, pcks
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
 from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
@@ -48,7 +48,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
          recall: tuple[str, str] | None = None, test_mode: bool = True,
          ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
-         f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence[float] = ()) -> EvalPlan:
+         f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence = ()) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
@@ -99,8 +99,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         check_roc(forward, names, roc)
         result.roc = roc
     if keypoints:
-        check_keypoints(forward, names, keypoints)
-        result.keypoints, result.pck_at = keypoints, sorted(set(pck or [1.0]))
+        result.keypoints, result.pck_at = keypoints, pcks(pck)
+        check_keypoints(forward, names, keypoints, [t.size for t in result.pck_at if t.size])
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
               *([result.label] if result.label_computed else []), *(ranking or ())[:1],
               *(roc or ())[:1], *(keypoints or ())[:1],
@@ -233,7 +233,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
              roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None,
-             keypoints: str | tuple[str, ...] | None = None, pck: Sequence[float] = ()) -> dict:
+             keypoints: str | tuple[str, ...] | None = None, pck: Sequence = ()) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -245,7 +245,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
     and "average_precision" of a score an example over the whole set (roc.py); ``keypoints``
-    ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1) (keypoints.py).
+    ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1; "T*SIZE": "pck@T*SIZE",
+    within T times the data's SIZE of the example) (keypoints.py).
     ``threshold``: a multi-label model's label is a yes where its score is above it (default 0.5 for probabilities,
     0 for logits; multilabel.py). Labels
     equal to ``ignore_index`` (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a

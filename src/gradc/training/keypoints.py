@@ -3,11 +3,14 @@ of each keypoint (a heatmap's argmax or soft-argmax, [N, K, 2]), or its heatmaps
 (column, row) as paddle.argmax would, against the data's true ones, each keypoint counted
 where the data's visibility (a target weight, any shape of N x K values) is above 0. The mean pixel error is the mean
 Euclidean distance over the counted keypoints; PCK@T the share of them within T of the truth, in the coordinates'
-own units (heatmap pixels, or pixels of the image)."""
+own units (heatmap pixels, or pixels of the image), or PCK@T*SIZE within T times the data's SIZE of the example (its
+head segment's length: MPII's PCKh@0.5; its box's size: PCK@0.2)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,17 +27,46 @@ def parse_keypoints(value: str) -> tuple[str, ...]:
     return names
 
 
-def pck_key(threshold: float) -> str:
-    return f"pck@{threshold:g}"
+class PCK(NamedTuple):
+    """A PCK's distance: ``distance`` in the coordinates' units, or with ``size`` that share of the data's array of
+    that name, a length an example (or a keypoint)."""
+    distance: float
+    size: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"pck@{self.distance:g}" + (f"*{self.size}" if self.size else "")
 
 
-def check_keypoints(program: Program, names: Sequence[str], keypoints: tuple[str, ...]) -> None:
-    """The coordinates computed by the forward part, a pair a keypoint; the truth and visibility in the data."""
+def parse_pck(value) -> PCK:
+    """``T`` or ``T*SIZE`` (a PCK, a float or such a string)."""
+    if isinstance(value, PCK):
+        return value
+    number, star, size = str(value).partition("*")
+    try:
+        distance = float(number)
+    except ValueError:
+        distance = math.nan
+    if not 0 <= distance < math.inf or star and not size.strip():
+        raise GradcError(f"--pck {value!r}: give T or T*SIZE, T a distance of 0 or more in the coordinates' units, "
+                         f"or with SIZE the share of the data's SIZE array (a head segment's length an example)")
+    return PCK(distance, size.strip() or None)
+
+
+def pcks(values: Sequence) -> list[PCK]:
+    """Each PCK asked once, in order of distance (1 in the coordinates' units when none is)."""
+    return sorted(set(map(parse_pck, values or [1.0])), key=lambda pck: (pck.distance, pck.size or ""))
+
+
+def check_keypoints(program: Program, names: Sequence[str], keypoints: tuple[str, ...], sizes: Sequence[str] = ()
+                    ) -> None:
+    """The coordinates computed by the forward part, a pair a keypoint; the truth, visibility and PCK sizes in the
+    data."""
     block = program.global_block
     predicted, var = keypoints[0], block.find_var(keypoints[0])
     if var is None or predicted not in {name for op in block.ops for name in op.output_names()}:
         raise GradcError(f"evaluation: --keypoints: '{predicted}' is not computed by the forward part of the program")
-    for name in keypoints[1:]:
+    for name in (*keypoints[1:], *sizes):
         if name not in names:
             raise GradcError(f"evaluation: --keypoints: the data has no array '{name}' (it holds {', '.join(names)})")
     shape = list(var.shape or [])
@@ -46,9 +78,10 @@ def check_keypoints(program: Program, names: Sequence[str], keypoints: tuple[str
 class KeypointTally:
     """Every counted keypoint's distance from its truth, over every batch."""
 
-    def __init__(self, keypoints: tuple[str, ...], thresholds: Sequence[float]):
-        self.keypoints, self.thresholds, self.source = keypoints, list(thresholds), "data"
+    def __init__(self, keypoints: tuple[str, ...], thresholds: Sequence):
+        self.keypoints, self.thresholds, self.source = keypoints, pcks(thresholds), "data"
         self.distances: list[np.ndarray] = []
+        self.sizes: dict[str, list[np.ndarray]] = {pck.size: [] for pck in self.thresholds if pck.size}
 
     def add(self, predicted, batch: Mapping, source: str) -> None:
         predicted = np.asarray(predicted, np.float64)
@@ -62,20 +95,35 @@ class KeypointTally:
             raise GradcError(f"{source}: --keypoints: the coordinates '{self.keypoints[0]}' "
                              f"{list(predicted.shape)} and the truth '{self.keypoints[1]}' {list(truth.shape)} differ: "
                              f"give the same shape, an (x, y) a keypoint")
-        distances = np.sqrt(np.sum((predicted - truth) ** 2, axis=-1)).reshape(-1)
+        distances = np.sqrt(np.sum((predicted - truth) ** 2, axis=-1))
+        counted = np.ones(distances.size, bool)
         if len(self.keypoints) > 2:
             visible = np.asarray(batch[self.keypoints[2]])
             if visible.size != distances.size:
                 raise GradcError(f"{source}: --keypoints: the visibility '{self.keypoints[2]}' "
                                  f"{list(visible.shape)} holds {visible.size} values for {distances.size} keypoints: "
                                  f"give one a keypoint")
-            distances = distances[visible.reshape(-1) > 0]
-        self.distances.append(distances)
+            counted = visible.reshape(-1) > 0
+        self.distances.append(distances.reshape(-1)[counted])
+        for name, kept in self.sizes.items():
+            kept.append(self._sizes(name, batch[name], distances.shape, source)[counted])
+
+    @staticmethod
+    def _sizes(name: str, given, shape: tuple[int, ...], source: str) -> np.ndarray:
+        """The PCK size of each keypoint: the data's one an example ([N] or [N, 1]) or one a keypoint ([N, K])."""
+        sizes = np.asarray(given, np.float64)
+        per_example = sizes.size == shape[0]
+        if not (per_example or sizes.size == int(np.prod(shape))) or not np.all(np.isfinite(sizes) & (sizes >= 0)):
+            raise GradcError(f"{source}: --pck: the sizes '{name}' {list(sizes.shape)} are not a length of 0 or more "
+                             f"for each of the {shape[0]} examples (or each of their {shape[1]} keypoints)")
+        return (np.repeat(sizes.reshape(-1), shape[1]) if per_example else sizes).reshape(-1)
 
     def results(self) -> dict[str, float]:
         distances = np.concatenate(self.distances) if self.distances else np.zeros(0)
         if not distances.size:
             raise GradcError(f"{self.source}: --keypoints: no keypoint is visible (> 0 in "
                              f"'{self.keypoints[-1]}'): no error to average")
+        sizes = {name: np.concatenate(kept) for name, kept in self.sizes.items()}
         return {"mean_error": float(distances.mean()),
-                **{pck_key(t): float(np.mean(distances <= t)) for t in self.thresholds}}
+                **{pck.key: float(np.mean(distances <= pck.distance * (sizes[pck.size] if pck.size else 1.0)))
+                   for pck in self.thresholds}}
