@@ -180,31 +180,41 @@ LINEAR = (f"LinearWarmup(learning_rate=PolynomialDecay(learning_rate={META['rate
           f"end_lr={META['rate']})")
 
 
-def test_a_host_written_schedule_is_named_at_compile_and_a_rate_stuck_at_0_warned_of_at_train(tmp_path):
+def test_a_host_written_schedule_is_recorded_at_compile_and_followed_by_train(tmp_path):
     """Before, a warm-up into a linear decay (a Paddle scheduler, written by the host) compiled without a word, and
     `gradc train` without the same --lr-schedule ran every step at the startup's rate, 0: the same 4 losses each
-    epoch, silently. With it, Paddle's losses of LinearWarmup(PolynomialDecay)."""
+    epoch, silently. Then compile said to give train the schedule again; now the program records it (an attribute of
+    the learning-rate var, which Paddle keeps) and train follows it, saying so: Paddle's losses of
+    LinearWarmup(PolynomialDecay). A program that records none (Paddle's own) still has its rate stuck at 0 warned
+    of."""
     done = gradc_cli("compile", WEEK / "gpt_tied" / "model.json", "-o", tmp_path / "train.pb", "--add-loss",
                      "cross-entropy", "--optimizer", "adamw", "--clip-global-norm", "1.0", "--lr-schedule", LINEAR,
                      *NO_DECAY)
     assert done.returncode == 0, done.stderr
-    assert (f"the learning rate follows {LINEAR} only where gradc train is given --lr-schedule '{LINEAR}' too: the "
-            f"program holds one rate, its step-0 value 0") in done.stdout.splitlines()
+    said = done.stdout.splitlines()
+    assert (f"the learning rate follows {LINEAR} where the host steps it: gradc train does (the program records "
+            f"it); Paddle's executor runs the step-0 value 0 unless its loop writes the rate") in said
     data = _labels_with_unit_axis("gpt_tied", tmp_path)
-    train = ("train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", "--params",
-             WEEK / "gpt_tied" / "model.pdiparams", "--data", data, "--epochs", "2", "--batch-size", "4", "--json")
-    stuck = gradc_cli(*train)
+    train = ("--startup", tmp_path / "train.startup.pb", "--params", WEEK / "gpt_tied" / "model.pdiparams", "--data",
+             data, "--epochs", "2", "--batch-size", "4", "--json")
+    followed = gradc_cli("train", tmp_path / "train.pb", *train, "--log-every", "1")
+    assert followed.returncode == 0 and followed.stderr == (
+        f"gradc: note: the learning rate follows {LINEAR}, the schedule gradc compile recorded in "
+        f"'{tmp_path / 'train.pb'}' (--lr-schedule or --lr for another)\n"), followed.stderr
+    losses = [line["values"]["mean_0.tmp_0"] for line in map(json.loads, followed.stdout.splitlines())
+              if line["event"] == "step"]
+    np.testing.assert_allclose(losses, META["gpt_tied"]["linear_losses"], rtol=2e-6)
+    unrecorded = gradc.load(tmp_path / "train.pb")
+    for var in unrecorded.global_block.vars.values():
+        var.attrs = ()
+    gradc.save(unrecorded, tmp_path / "paddles.pb")
+    stuck = gradc_cli("train", tmp_path / "paddles.pb", *train)
     assert stuck.returncode == 0
     assert stuck.stderr.splitlines() == [
         "gradc: warning: the learning rate 'learning_rate_0' is 0 and no op of the program changes it, so no step "
         "will move the parameters: a Paddle scheduler (given to Paddle's optimizer, as a warm-up from 0, or to gradc "
         "compile --lr-schedule) is stepped by the host, so give gradc train the same one, --lr-schedule 'NAME(...)' "
         "(or --lr RATE)"]
-    scheduled = gradc_cli(*train, "--lr-schedule", LINEAR, "--log-every", "1")
-    assert scheduled.returncode == 0 and scheduled.stderr == "", scheduled.stderr
-    losses = [line["values"]["mean_0.tmp_0"] for line in map(json.loads, scheduled.stdout.splitlines())
-              if line["event"] == "step"]
-    np.testing.assert_allclose(losses, META["gpt_tied"]["linear_losses"], rtol=2e-6)
 
 
 def test_a_linear_decay_after_warm_up_is_a_schedule_of_the_program_with_paddles_losses(tmp_path):

@@ -8,13 +8,14 @@ from functools import partial
 
 import click
 
+from .. import schedule_record
 from ..backward.names import GradNames
 from ..backward.smoothed_count import warn_smoothed_count
 from ..backward.ungraded import warn_masks, warn_ungraded
 from ..cli_amp import amp_option_decorators, amp_options
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
-from ..io import check_writable, is_stdout, load, save
+from ..io import check_writable, detect_format, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, decay_exclusion, optimizer_options
 from ..optimizers.gradient_merge import merge_gradients
 from ..optimizers.lookahead import append_lookahead, parse_lookahead
@@ -171,6 +172,12 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         if problems:   # gradc's own output: a bug, reported before anything is written
             raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
                              f"skips this): {problems[0]}")
+        spec = optimizer_settings.get("lr_schedule")
+        hosted = (optimizer is not None and isinstance(optimizer.learning_rate, Schedule)
+                  and spec not in PROGRAM_SCHEDULES)
+        recorded = hosted and detect_format(output) != "pir"   # a PIR program's values have no attributes to hold it
+        if recorded:   # the host steps it: gradc train reads it back
+            schedule_record.record(prog, spec)
         save(prog, output)
         if updates:
             save(results["optimizer"], startup_out)
@@ -215,10 +222,11 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         parts = [f"the {optimizer_name} learning rate"] * own_rate + ["accumulators"] * (len(state) > own_rate)
         held = " and ".join(parts) or f"nothing: {optimizer_name} keeps no state, and the rate is the program's"
         say(f"wrote {startup_out} (initialises {held})")
-    spec = optimizer_settings.get("lr_schedule")
-    if optimizer is not None and isinstance(optimizer.learning_rate, Schedule) and spec not in PROGRAM_SCHEDULES:
-        say(f"the learning rate follows {spec} only where gradc train is given --lr-schedule '{spec}' too: the "
-            f"program holds one rate, its step-0 value {optimizer.learning_rate(0):g}")
+    if hosted:
+        follows = ("gradc train does (the program records it)" if recorded else
+                   f"gradc train does when given --lr-schedule '{spec}' too (a PIR program records no schedule)")
+        say(f"the learning rate follows {spec} where the host steps it: {follows}; Paddle's executor runs the step-0 "
+            f"value {optimizer.learning_rate(0):g} unless its loop writes the rate")
     if undecayed:
         say(undecayed)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from .. import schedule_record
 from ..errors import GradcError, GradcWarning, Interrupted
 from ..executor.feeding import program_inputs
 from ..io import check_writable, is_stdout, load
@@ -176,6 +177,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if plot:
         require_matplotlib()
     training = load(program)
+    if lr_schedule is None and lr_var is None and lbfgs is None:
+        lr_schedule = schedule_record.followed(training, program)
     if save_ema:
         require_ema(training, program)
     reason = None if lbfgs else updates_nothing(training)
