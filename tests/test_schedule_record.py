@@ -63,3 +63,10 @@ def test_compile_says_whether_the_program_records_it(tmp_path, suffix, records):
                f"gradc train does when given --lr-schedule '{SPEC}' too (a PIR program records no schedule)")
     assert f"the learning rate follows {SPEC} where the host steps it: {follows}; " in done.stdout
     assert schedule_record.recorded(gradc.load(out)) == (SPEC if records else None)
+
+
+def test_info_names_the_recorded_schedule(compiled):
+    said = gradc_cli("info", compiled / "train.pb")
+    assert said.returncode == 0, said.stderr
+    assert (f"optimizer: sgd 4; learning rate learning_rate_0, no op writes it: {SPEC}, recorded, which the host "
+            f"steps (gradc train follows it)") in said.stdout.splitlines()

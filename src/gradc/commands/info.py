@@ -10,6 +10,7 @@ from functools import partial
 
 import click
 
+from .. import schedule_record
 from ..backward.sparse import SPARSE_TABLE_GRADS
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, VarType, dtype_name
@@ -76,6 +77,8 @@ def summary(program: str, prog: Program | None = None) -> dict:
     optimized = {name for op, kind in zip(ops, kinds) if kind == OPTIMIZER for name in op.output_names()}
     buffers = {name: sum(_size(block.var(cell).shape) for cell in cells) for name, cells in flat_buffers(block).items()}
     optimizer = optimizer_facts(ops, kinds, written)
+    if optimizer is not None:   # a Paddle scheduler gradc compile recorded, which the host steps
+        optimizer["schedule"] = schedule_record.recorded(prog)
     inner = loss is not None and refuses_again(prog, loss) is None   # its loss computed from gradients inside
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "

@@ -72,6 +72,8 @@ def optimizer_line(optimizer: dict) -> str:
     for rate in optimizer["learning_rates"]:
         parts.append(f"learning rate {rate}, " + ("a schedule's: ops of the program write it"
                                                   if rate in optimizer["rates_written"] else
+                                                  f"no op writes it: {optimizer['schedule']}, recorded, which the host "
+                                                  f"steps (gradc train follows it)" if optimizer.get("schedule") else
                                                   "no op writes it: a constant, or a scheduler's that the host sets "
                                                   "(gradc train --lr-schedule)"))
     for rate, params in optimizer["rate_multipliers"].items():   # ParamAttr(learning_rate=...) of these
