@@ -9,7 +9,6 @@ import warnings
 
 from .errors import GradcNotice
 from .ir import AttrType, Program
-from .proto import framework_pb2 as pb
 from .schedules import learning_rate_vars
 
 ATTR = "gradc_lr_schedule"
@@ -17,6 +16,8 @@ ATTR = "gradc_lr_schedule"
 
 def record(program: Program, spec: str) -> None:
     """Keep ``spec`` on each learning-rate var of ``program`` (one a schedule; a recorded one replaced)."""
+    from .proto import framework_pb2 as pb  # here: compile and train read programs without importing protobuf
+
     raw = pb.VarDesc.Attr(name=ATTR, type=AttrType.STRING, s=spec).SerializeToString(deterministic=True)
     for name in learning_rate_vars(program):
         var = program.global_block.find_var(name)
@@ -29,7 +30,7 @@ def recorded(program: Program) -> str | None:
     """The schedule ``record`` kept on the program's learning rate, if any."""
     for name in learning_rate_vars(program):
         var = program.global_block.find_var(name)
-        for raw in getattr(var, "attrs", ()):
+        for raw in getattr(var, "attrs", ()):   # most vars have none: protobuf imported only for those that do
             attr = _read(raw)
             if attr.name == ATTR and attr.type == AttrType.STRING:
                 return attr.s
@@ -45,5 +46,8 @@ def followed(program: Program, path: str | os.PathLike) -> str | None:
     return spec
 
 
-def _read(raw: bytes) -> pb.VarDesc.Attr:
+def _read(raw: bytes):
+    """A VarDesc.Attr message."""
+    from .proto import framework_pb2 as pb
+
     return pb.VarDesc.Attr.FromString(raw)
