@@ -84,6 +84,18 @@ def test_paddles_own_programs_train_on_padded_and_sequence_data(files, model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_lod_ids_of_a_trailing_unit_axis_train_alike(files, model):
+    """Paddle's LoD ids are [T, 1], a token a row: fed to the [-1, -1] ids they were passed through unpadded (the
+    TextCNN's conv2d then stopped at 'the dilated kernel (2) is larger than the padded input (1)'); now padded as the
+    [T] rows are, to Paddle's 5 losses."""
+    data = dict(np.load(files / model / "data.npz"))
+    rows = "bag" if model == "fasttext" else "ids"
+    np.savez(files / model / "column.npz", **{**data, rows: data[rows][:, None]})
+    run = _train(files / model / "train.pb", files / model / "startup.pb", files / model, "column.npz", *TRAIN[model])
+    np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_check_agrees_with_central_differences(files, model):
     """gradc check on Paddle's trained weights and the first batch: every parameter's gradient agrees with float64
     central differences, through the -1e9 masks, the LSTM's sequence lengths and the weighted losses (no fault)."""

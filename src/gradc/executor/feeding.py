@@ -71,7 +71,10 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
             raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name, feed)}")
         if lod is not None and _takes_padded(var, value, lod):   # its offsets checked first: they cut the rows
             checked_lod(lod, np.shape(value)[0], f"feed var '{name}'")
-            value, lod = padded_sequences(value, lod[0]), None
+            rows = np.asarray(value)
+            if rows.ndim == len(var.shape) and rows.shape[-1] == 1:   # Paddle's LoD ids, [T, 1]: a token a row
+                rows = rows.reshape(rows.shape[:-1])
+            value, lod = padded_sequences(rows, lod[0]), None
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
         elif var.dtype in FLOAT8_FORMATS:
@@ -93,9 +96,11 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
 
 def _takes_padded(var, value, lod) -> bool:
     """Sequences fed to a var of no LoD that has a time axis after the batch axis, of any length ([-1, -1] token
-    ids): it takes them padded, a row a sequence."""
-    shape = var.shape or []
-    return (not var.lod_level and len(lod) == 1 and len(shape) == np.ndim(value) + 1 and len(shape) >= 2
+    ids): it takes them padded, a row a sequence; rows of a trailing unit axis the var lacks too (Paddle's [T, 1] LoD
+    ids)."""
+    shape, rank = var.shape or [], np.ndim(value)
+    unit_rows = rank == len(shape) and np.shape(value)[-1] == 1 and shape[-1] != 1
+    return (not var.lod_level and len(lod) == 1 and (len(shape) == rank + 1 or unit_rows) and len(shape) >= 2
             and shape[1] < 0)
 
 
