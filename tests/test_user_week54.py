@@ -213,3 +213,14 @@ def test_keypoints_on_train_need_eval(files):
     run = gradc_cli("train", folder / "train.pb", "--startup", folder / "startup.pb", "--data", files / "data.npz",
                     "--keypoints", "a,b")
     assert run.returncode == 2 and "--keypoints: only with --eval" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("command, extra", [("evaluate", ()), ("train", ("--eval", "test.npz"))])
+def test_a_pck_without_keypoints_is_a_usage_error(files, command, extra):
+    """--pck without --keypoints was left unused, by evaluate and train --eval alike."""
+    folder = files / "simplebaseline"
+    startup = ("--startup", folder / "startup.pb") if command == "train" else ()
+    run = gradc_cli(command, folder / "train.pb", *startup, "--data", files / "data.npz", "--pck", 2,
+                    *[files / item if item == "test.npz" else item for item in extra])
+    said = "--pck: only with --keypoints"
+    assert run.returncode == 2 and said in run.stderr and run.stderr.count("\n") == 1, run.stderr

@@ -63,6 +63,12 @@ def _finite(ctx, param, value: float | None) -> float | None:
     return value
 
 
+def check_pck(pck: list, keypoints: tuple[str, ...] | None) -> None:
+    """--pck is a distance of --keypoints' PCK: without it, unused."""
+    if pck and keypoints is None:
+        raise click.UsageError("--pck: only with --keypoints")
+
+
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
     """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck, --threshold
     and --topk (``topk_default``: the k without it)."""

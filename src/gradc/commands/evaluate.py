@@ -17,7 +17,7 @@ from ..training import Dataset
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
 from ..training.multilabel import ThresholdError
-from .eval_options import metric_options
+from .eval_options import check_pck, metric_options
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
 
@@ -59,6 +59,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
+    check_pck(pck, keypoints)
     prog = load(program)
     if feed is not None or episodes or len(data) > 1:
         data = Dataset.joined(data, "data", prog, others=True,

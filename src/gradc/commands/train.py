@@ -26,7 +26,7 @@ from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updated_parameters, updates_nothing
 from ..training.report import ConsoleReporter
 from ..training.startup_values import load_after_startups, preloaded
-from .eval_options import metric_options, metrics_asked
+from .eval_options import check_pck, metric_options, metrics_asked
 from .run import STRICT_PARAMS
 from .train_report import JsonLinesReporter
 
@@ -154,6 +154,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
                                       ("--topk", topk)) if value]
     if asked and eval_data is None:   # else silently unused
         raise click.UsageError(f"{', '.join(asked)}: only with --eval")
+    check_pck(pck, keypoints)
     if data is None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop),
