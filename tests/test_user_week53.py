@@ -223,6 +223,17 @@ def test_check_of_the_bilevel_program_checks_each_level_against_its_own_loss(fil
     assert f"{SEARCH['train_loss']} 16 (conv2d_0.b_0, ...)" in text.stdout, text.stdout
 
 
+def test_check_of_paddles_pir_bilevel_program_checks_each_level_against_its_own_loss(files):
+    """PIR keeps no op_role: the second minimize()'s seed, after alpha's Adam, was taken for an optimizer op, so check
+    found one loss and checked all 17 parameters against the validation loss. Now as the legacy program's."""
+    run = gradc_cli("check", files / "search_pir_train.json", "--params", files / "search_pir_init.npz", "--feed",
+                    files / "first.npz", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = {row["var"]: row["loss"] for row in json.loads(run.stdout)["vars"]}
+    assert {name: rows[name] for name in SEARCH["weights"]} == dict.fromkeys(SEARCH["weights"], "train_loss")
+    assert rows["arch_alpha"] not in (None, "train_loss") and len(rows) == 17
+
+
 def test_check_with_a_loss_named_checks_every_parameter_against_it(files):
     """--loss keeps the check of one loss over every parameter that reaches it, as before."""
     run = gradc_cli("check", files / "train.pb", "--params", files / "init.npz", "--feed", files / "first.npz",

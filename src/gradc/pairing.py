@@ -59,7 +59,9 @@ def _inferred_kinds(ops: list[OpDesc], holders: set[str]) -> list[str]:
     typed = [_kind(op, holders, names=False) for op in ops]
     last_grad = max((index for index, kind in enumerate(typed) if kind == BACKWARD), default=-1)
     first_update = next((index for index, kind in enumerate(typed) if kind == OPTIMIZER), len(ops))
-    kinds = [BACKWARD if kind == FORWARD and index < last_grad and any(is_grad(n) for n in op.output_names())
+    # a seed after an update, before grad ops, starts a later backward (a second minimize()): not the optimizer's
+    kinds = [BACKWARD if kind == FORWARD and index < last_grad and (any(is_grad(n) for n in op.output_names())
+                                                                    or index > first_update and is_backward_seed(op))
              else OPTIMIZER if kind == FORWARD and index > first_update else kind
              for index, (op, kind) in enumerate(zip(ops, typed))]
     backward_values: set[str] = set()

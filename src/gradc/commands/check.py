@@ -68,13 +68,8 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..rnn_flat import flat_buffers
-    from ..training.programs import (
-        checkable_forward_part,
-        is_training_op,
-        losses_stepped_apart,
-        set_test_mode,
-        updates_parameters,
-    )
+    from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
+    from ..training.stepped_losses import losses_stepped_apart
     whole = prog = load(program)
     if test_mode:
         set_test_mode(prog)

@@ -15,7 +15,7 @@ from ..ir import GRAD_SUFFIX, AttrType, Block, OpDesc, Program, roles
 from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, is_loss, loss_of_seed, marked_losses, op_kinds, seed_ops
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, op_kinds
 from .history import default_fetch
 
 TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
@@ -47,26 +47,6 @@ def updated_parameters(program: Program) -> list[str]:
     its value too), by name: a fine-tuned model's own part, without the frozen base."""
     return sorted({name for block, op in _update_ops(program) for name in op.output_names()
                    if (var := block.find_var(name)) is not None and var.is_parameter})
-
-
-def losses_stepped_apart(program: Program) -> list[tuple[str, list[str]]]:
-    """Of a training program of several minimize()s (op_role marks several losses, each seeding a backward of its
-    own: DARTS's architecture and weights), each loss and the parameters the updates after its backward step; []
-    for one loss, or several differentiated as a sum."""
-    block = program.global_block
-    marked = [name for names in marked_losses(block).values() for name in names]
-    seeds = [idx for idx in seed_ops(block.ops, marked) if is_loss(block.ops[idx])]   # not a gradients() seed
-    if len(marked) < 2 or len(seeds) != len(marked) or seeds[-1] - seeds[0] == len(seeds) - 1:
-        return []
-    grads = {loss_of_seed(name): idx for idx in seeds for name in block.ops[idx].output_names()
-             if loss_of_seed(name) in marked}
-    stepped = {loss: [] for loss in sorted(grads, key=grads.get)}
-    starts = sorted(grads.items(), key=lambda item: item[1])
-    for idx, op in enumerate(block.ops):
-        if roles.has_role(op, roles.OPTIMIZE) and op.input("Param") and idx > starts[0][1]:
-            loss = next(loss for loss, start in reversed(starts) if start < idx)
-            stepped[loss] += [name for name in op.input("Param") if name not in stepped[loss]]
-    return [(loss, sorted(params)) for loss, params in stepped.items() if params]
 
 
 def updates_nothing(program: Program) -> str | None:
