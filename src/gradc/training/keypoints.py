@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
+from .metric_inputs import checked_inputs
 
 
 def parse_keypoints(value: str) -> tuple[str, ...]:
@@ -62,13 +63,7 @@ def check_keypoints(program: Program, names: Sequence[str], keypoints: tuple[str
                     ) -> None:
     """The coordinates computed by the forward part, a pair a keypoint; the truth, visibility and PCK sizes in the
     data."""
-    block = program.global_block
-    predicted, var = keypoints[0], block.find_var(keypoints[0])
-    if var is None or predicted not in {name for op in block.ops for name in op.output_names()}:
-        raise GradcError(f"evaluation: --keypoints: '{predicted}' is not computed by the forward part of the program")
-    for name in (*keypoints[1:], *sizes):
-        if name not in names:
-            raise GradcError(f"evaluation: --keypoints: the data has no array '{name}' (it holds {', '.join(names)})")
+    predicted, var = keypoints[0], checked_inputs(program, names, "--keypoints", [*keypoints, *sizes])
     shape = list(var.shape or [])
     if len(shape) != 4 and (len(shape) < 2 or shape[-1] not in (-1, 2)):
         raise GradcError(f"evaluation: --keypoints: '{predicted}' {shape} is neither an (x, y) a keypoint ([N, K, 2]) "

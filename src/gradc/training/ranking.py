@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .accuracy import counted_positions
+from .metric_inputs import checked_inputs
 
 
 def parse_ranking(value: str) -> tuple[str, ...]:
@@ -34,13 +35,7 @@ def parse_ranking(value: str) -> tuple[str, ...]:
 def check_ranking(program: Program, names: Sequence[str], ranking: tuple[str, ...]) -> None:
     """The scores computed by the forward part, of a layout the ranking's arity fits; relevance and query ids in the
     data."""
-    block = program.global_block
-    scores, var = ranking[0], block.find_var(ranking[0])
-    if var is None or scores not in {name for op in block.ops for name in op.output_names()}:
-        raise GradcError(f"evaluation: --ranking: '{scores}' is not computed by the forward part of the program")
-    for name in ranking[1:]:
-        if name not in names:
-            raise GradcError(f"evaluation: --ranking: the data has no array '{name}' (it holds {', '.join(names)})")
+    scores, var = ranking[0], checked_inputs(program, names, "--ranking", ranking)
     shape = list(var.shape or [])
     if len(shape) > 2:
         raise GradcError(f"evaluation: --ranking: '{scores}' {shape} has {len(shape)} axes: give scores [N, L] (a "

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..ir import Program
+from .metric_inputs import checked_inputs
 from .ranking import ordered_pairs_auc
 
 ROC_KEYS = ("roc_auc", "average_precision")
@@ -29,12 +30,7 @@ def parse_roc(value: str) -> tuple[str, str]:
 
 def check_roc(program: Program, names: Sequence[str], roc: tuple[str, str]) -> None:
     """The score computed by the forward part, one an example; the labels in the data."""
-    block = program.global_block
-    score, var = roc[0], block.find_var(roc[0])
-    if var is None or score not in {name for op in block.ops for name in op.output_names()}:
-        raise GradcError(f"evaluation: --roc: '{score}' is not computed by the forward part of the program")
-    if roc[1] not in names:
-        raise GradcError(f"evaluation: --roc: the data has no array '{roc[1]}' (it holds {', '.join(names)})")
+    score, var = roc[0], checked_inputs(program, names, "--roc", roc)
     shape = list(var.shape or [])
     if len(shape) > 2 or len(shape) == 2 and shape[1] != 1:
         raise GradcError(f"evaluation: --roc: '{score}' {shape} is not one score an example: give [N] or [N, 1] (a "
