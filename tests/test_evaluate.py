@@ -236,3 +236,23 @@ def test_multi_label_scores_leave_out_the_labels_the_loss_ignores(tmp_path):
     assert result["micro_recall"] == pytest.approx(hits / (hits + misses))
     # an example whose every label is ignored is no example of the match
     assert result["exact_match"] == pytest.approx(np.mean((predicted == truth).all(axis=1)[kept.any(axis=1)]))
+
+
+@pytest.mark.parametrize("labels, scored", [("slice", True), ("fill_any_like", False)])
+def test_computed_labels_count_when_their_values_are_the_datas(labels, scored):
+    """Labels the program cuts from a fed var (a caption shifted) are scored; labels of the batch's shape alone, as
+    zeros_like(ids) (the positive at column 0 of an InfoNCE), are not the data's, as an arange over the batch is not:
+    they gave an accuracy."""
+    net = ProgramBuilder(seed=1)
+    logits, ids = net.fc(net.data("x", [-1, 4]), 3), net.data("ids", [-1, 2], "int64")
+    source = net.op("fill_any_like", {"X": ids}, {"value": 0.0, "dtype": 3})[0] if labels == "fill_any_like" else ids
+    net.cross_entropy_loss(logits, net.op("slice", {"Input": source}, {"axes": [1], "starts": [1], "ends": [2]})[0])
+    rng = np.random.default_rng(0)
+    data = {"x": rng.normal(size=(10, 4)).astype(np.float32), "ids": rng.integers(0, 3, (10, 2))}
+    scope = gradc.Scope()
+    gradc.Executor().run(net.startup, scope=scope)
+    result = gradc.evaluate(net.program, data, scope=scope)
+    assert ("acc" in result) == scored
+    if scored:
+        predicted = np.argmax(data["x"] @ scope.find("fc_0.w_0") + scope.find("fc_0.b_0"), axis=1)
+        assert result["acc"] == pytest.approx(np.mean(predicted == data["ids"][:, 1]))

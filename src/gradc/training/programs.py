@@ -15,7 +15,7 @@ from ..ir import GRAD_SUFFIX, AttrType, Block, OpDesc, Program, roles
 from ..opdef import sub_block
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
-from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, op_kinds
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, SHAPE_READERS, op_kinds
 from .history import default_fetch
 
 TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
@@ -225,7 +225,7 @@ def reads_data_values(block, name: str) -> bool:
             found = block.find_var(var)
             if found is not None and not found.persistable:
                 return True
-        elif op.type not in ("shape", "shape64"):
+        elif op.type not in SHAPE_READERS and op.type != "shape64":   # a zeros_like's values are no data's
             pending.extend(op.input_names())
     return False
 
