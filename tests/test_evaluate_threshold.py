@@ -109,3 +109,26 @@ def test_a_bad_train_threshold_is_a_usage_error_of_one_line(tmp_path, extra, say
     run = gradc_cli("train", folder / "forward.pb", "--params", folder / "init.npz", "--data", folder / "data.npz",
                     *extra)
     assert run.returncode == 2 and says in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+def test_a_sigmoid_output_behind_an_exports_scale_by_one_is_probabilities(tmp_path):
+    """Paddle 2's save_inference_model writes each output through scale(1.0) (save_infer_model/scale_0.tmp_0): the
+    sigmoid's probabilities were taken for logits, cut at 0, every label a yes (micro recall 1.0). An op in place on
+    the way (an assign) reads the value before it."""
+    import gradc
+
+    net = gradc.ProgramBuilder(seed=3)
+    probabilities = net.op("scale", {"X": net.fc(net.data("x", [-1, 4]), 3, act="sigmoid")}, {"scale": 1.0},
+                           names=["save_infer_model/scale_0.tmp_0"])[0]
+    scope = gradc.Scope()
+    gradc.Executor().run(net.startup, scope=scope)
+    rng = np.random.default_rng(0)
+    data = {"x": rng.normal(size=(30, 4)).astype(np.float32), "tags": (rng.random((30, 3)) > 0.5).astype(np.float32)}
+    inference = net.program   # no loss: scored as an export's output, which its fetch op names
+    inference.global_block.append_op("assign", {"X": [probabilities]}, {"Out": [probabilities]})   # in place
+    inference.global_block.append_op("fetch", {"X": [probabilities]}, {"Out": ["fetch"]}, {"col": 0})
+    result = gradc.evaluate(inference, data, scope=scope, label="tags")
+    outputs = 1 / (1 + np.exp(-(data["x"] @ scope.find("fc_0.w_0") + scope.find("fc_0.b_0"))))
+    assert result["micro_f1"] == pytest.approx(_micro_f1(outputs, data["tags"], 0.5))
+    with pytest.raises(gradc.GradcError, match="are probabilities"):
+        gradc.evaluate(inference, data, scope=scope, label="tags", threshold=1.5)

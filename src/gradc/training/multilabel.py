@@ -21,6 +21,7 @@ from .labels import label_source
 
 # op type -> (the scores' slot, whether they are probabilities rather than logits)
 MULTILABEL_LOSSES = {"sigmoid_cross_entropy_with_logits": ("X", False), "bce_loss": ("X", True)}
+_KEEPING_VALUES = {"assign", "reshape2", "squeeze2", "unsqueeze2", "flatten_contiguous_range"}
 KEYS = ("micro_precision", "micro_recall", "micro_f1", "macro_f1", "exact_match")
 
 
@@ -83,8 +84,22 @@ def of_output(program: Program, scores: str, label: str, labels) -> MultiLabel |
         return None   # [N, 1] integer labels of one score: class indices
     if labels.size and (labels.min() < 0 or labels.max() > 1):
         return None   # values past 0 and 1 (a regression's targets): no yes/no labels
-    sigmoid = any(op.type == "sigmoid" and scores in op.output("Out") for op in program.global_block.ops)
-    return MultiLabel.of(scores, label, sigmoid)
+    return MultiLabel.of(scores, label, _sigmoid_writes(program, scores))
+
+
+def _sigmoid_writes(program: Program, name: str) -> bool:
+    """Whether a sigmoid writes ``name``, through ops that keep its values (Paddle 2's export appends a scale by 1,
+    save_infer_model/scale_0.tmp_0, to each output; a reshape or squeeze of [N, 1])."""
+    ops, at = program.global_block.ops, len(program.global_block.ops)
+    while (at := next((i for i in range(at - 1, -1, -1) if name in ops[i].output_names()), -1)) >= 0:
+        op = ops[at]   # the last writer before the reader: an op in place reads the value before it
+        if op.type == "sigmoid":
+            return True
+        if not op.input("X") or not (op.type in _KEEPING_VALUES or op.type == "scale" and not op.input(
+                "ScaleTensor") and op.attrs.get("scale", 1.0) == 1.0 and op.attrs.get("bias", 0.0) == 0.0):
+            return False
+        name = op.input("X")[0]
+    return False
 
 
 class MultiLabelTally:
