@@ -176,7 +176,8 @@ def test_run_out_with_nothing_fetched_is_refused(files, tmp_path):
 def test_info_names_a_value_of_another_dtype_that_params_refuses(files, tmp_path):
     """The server's np.average of the clients' float32 files (weights by shard size) is float64, which train refuses
     (as Paddle's set_program_state does); `gradc info PROGRAM --params` said the file 'gives 4 of the 4 parameters'
-    and nothing refused. Now it names each value of another dtype, as it names those of another shape."""
+    and nothing refused. Now it names each value of another dtype, as it names those of another shape, and counts
+    them refused beside the 4 given."""
     folder = files / "mlp"
     values = dict(np.load(folder / "init.npz"))
     averaged = {name: np.average([value, value], axis=0, weights=[12, 16]) for name, value in values.items()}
@@ -187,6 +188,7 @@ def test_info_names_a_value_of_another_dtype_that_params_refuses(files, tmp_path
     assert facts["other_dtype"] == {name: {"file": "float64", "program": "float32"} for name in values}
     text = gradc_cli("info", folder / "t.pb", "--params", tmp_path / "averaged.npz").stdout
     assert f"another dtype (refused): {sorted(values)[0]} float64, the program's float32" in text
+    assert f"gives {len(values)} of the {len(values)} parameters, {len(values)} of them refused (below)" in text
     train = gradc_cli("train", folder / "t.pb", "--startup", folder / "t.startup.pb", "--params",
                       tmp_path / "averaged.npz", "--data", folder / "client_0.npz")
     assert train.returncode == 1 and "float64" in train.stderr

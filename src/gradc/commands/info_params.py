@@ -66,7 +66,9 @@ def _fits(program: Program, name: str, value) -> bool:
 
 
 def loading_lines(facts: dict, parameters: int) -> list[str]:
-    lines = [f"--params {', '.join(facts['files'])}: gives {len(facts['given'])} of the {parameters} parameters",
+    refused = [name for name in facts["given"] if name in facts["other_shape"] or name in facts["other_dtype"]]
+    lines = [f"--params {', '.join(facts['files'])}: gives {len(facts['given'])} of the {parameters} parameters"
+             + (f", {len(refused)} of them refused (below)" if refused else ""),
              f"  not given (a startup program must initialise them): {_named(facts['not_given'])}",
              f"  values no var of the program has (left out, with a warning): {_named(facts['unused'])}"]
     lines += [f"  another shape (refused): {name} {shapes['file']}, the program's {shapes['program']}"
