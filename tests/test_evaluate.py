@@ -256,3 +256,18 @@ def test_computed_labels_count_when_their_values_are_the_datas(labels, scored):
     if scored:
         predicted = np.argmax(data["x"] @ scope.find("fc_0.w_0") + scope.find("fc_0.b_0"), axis=1)
         assert result["acc"] == pytest.approx(np.mean(predicted == data["ids"][:, 1]))
+
+
+def test_a_scalar_written_in_place_is_averaged_as_it_is_fetched():
+    """A loss scaled in place (scale with Out = X, as an in-place API writes it): the search for a sum of a masked
+    mean and other terms followed the op back to itself ('internal error: RecursionError')."""
+    net = ProgramBuilder(seed=1)
+    x = net.data("x", [-1, 2])
+    loss = net.mean(net.fc(x, 1))
+    net.block.append_op("scale", {"X": [loss]}, {"Out": [loss]}, {"scale": 2.0, "bias": 0.0})
+    data = {"x": np.random.default_rng(0).normal(size=(6, 2)).astype(np.float32)}
+    scope = gradc.Scope()
+    gradc.Executor().run(net.startup, scope=scope)
+    result = gradc.evaluate(net.program, data, scope=scope, batch_size=4)
+    outputs = data["x"] @ scope.find("fc_0.w_0") + scope.find("fc_0.b_0")
+    assert result["loss"] == pytest.approx((2 * outputs[:4].mean() * 4 + 2 * outputs[4:].mean() * 2) / 6, rel=1e-6)

@@ -6,6 +6,7 @@ the tokens not ignore_index, a language model's perplexity), as the set's sum ov
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -73,7 +74,10 @@ def sums_of_ratios(program: Program, scalars: Sequence[str]) -> dict[str, tuple[
     token mean plus a penalty by example: Show-Attend-Tell's loss), as its constant and its (coefficient, term) pairs:
     its set value is theirs, each term's the set's own (a ratio's sums, else the mean by example)."""
     block = program.global_block
-    writers = {name: op for op in block.ops for name in op.output_names()}
+    written = Counter(name for op in block.ops for name in op.output_names())
+    # a var written twice, or in place, is a term as it is: its fetched value is the last, not the one a sum read
+    writers = {name: op for op in block.ops for name in op.output_names()
+               if written[name] == 1 and name not in op.input_names()}
     direct = per_count(program, scalars)
     found = {}
     for name in scalars:
