@@ -22,21 +22,25 @@ class InferContext:
         self.reshaped = reshaped   # a var an earlier op rewrote in place with another shape: that shape
 
     def _var(self, slot: str, i: int):
-        args = self.op.input(slot)
+        args = self.op.inputs.get(slot, ())
         if i >= len(args):
             return None
-        return self.block.find_var(args[i])
+        block = self.block   # most vars are the block's own: a dict lookup before the walk up the ancestors
+        return block.vars.get(args[i]) or block.find_var(args[i])
 
     def has(self, slot: str) -> bool:
         return bool(self.op.input(slot))
 
     def shape(self, slot: str, i: int = 0) -> list[int] | None:
-        if self.reshaped:
-            args = self.op.input(slot)
-            if i < len(args) and args[i] in self.reshaped:
-                return list(self.reshaped[args[i]])
-        var = self._var(slot, i)
-        return list(var.shape) if var is not None and var.shape is not None else None
+        args = self.op.inputs.get(slot, ())   # _var inlined: the rules of every op of a program ask for shapes
+        if i >= len(args):
+            return None
+        name, reshaped = args[i], self.reshaped
+        if reshaped and name in reshaped:
+            return list(reshaped[name])
+        block = self.block
+        var = block.vars.get(name) or block.find_var(name)
+        return None if var is None or var.shape is None else list(var.shape)
 
     def shapes(self, slot: str) -> list[list[int] | None]:
         return [self.shape(slot, i) for i in range(len(self.op.input(slot)))]
@@ -46,7 +50,8 @@ class InferContext:
         return var.dtype if var is not None else None
 
     def attr(self, name: str):
-        return registry.attr_default(self.op, name)
+        attrs = self.op.attrs   # most attributes the rules read are the op's own: the definition's default else
+        return attrs[name] if name in attrs else registry.attr_default(self.op, name)
 
     def var_type(self, slot: str, i: int = 0):
         """The VarType.Type of the slot's var (a sparse op's layout), None when absent."""
