@@ -13,6 +13,7 @@ from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program
 from .opdef import get as get_opdef
 from .ops.pylayer import user_backward_blocks
+from .passed_checks import STRUCTURE, record
 
 MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
 
@@ -26,6 +27,7 @@ def raise_first(problems: Iterable[str]) -> None:
 
 def check_structure(program: Program, source: str = "program") -> None:
     raise_first(structure_problems(program, source))
+    record(program, STRUCTURE)   # the verify pass after a load need not check again
 
 
 def structure_problems(program: Program, source: str = "program") -> Iterator[str]:

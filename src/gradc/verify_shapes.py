@@ -15,6 +15,7 @@ from .errors import ProgramError, op_location
 from .ir import Program, dtype_fits, dtype_name
 from .ops.complex_inputs import complex_input_problem, declares_complex
 from .ops.infer import InferContext
+from .passed_checks import DEFINITIONS, passed, record
 from .shapes import shape_fits
 from .verify import raise_first
 
@@ -29,13 +30,17 @@ def _definition_problems(block, idx: int, op) -> Iterator[str]:
 
 def check_definitions(program: Program) -> None:
     """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
-    the executor assume before they read an op. A loop, not a generator per op: a backward checks thousands."""
+    the executor assume before they read an op. A loop, not a generator per op: a backward checks thousands.
+    Skipped for a program that passed it, or check_shapes, with no change since (the verify pass before a backward)."""
+    if passed(program, DEFINITIONS):
+        return
     checks = registry.DefinitionChecks()
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
             problem = checks[op.type](op)
             if problem:
                 raise ProgramError(f"{op_location(block.idx, idx, op.type)}: {problem}")
+    record(program, DEFINITIONS)
 
 
 def check_inputs(block, idx: int, op) -> None:
@@ -89,6 +94,7 @@ def _input_shapes_known(block, op, reshaped: dict | None) -> bool:
 def check_shapes(program: Program) -> None:
     """Check every op against its definition and run its inference; raise on the first problem."""
     raise_first(shape_problems(program))
+    record(program, DEFINITIONS)   # shape_problems checked every op's definition first
 
 
 def shape_problems(program: Program) -> Iterator[str]:

@@ -115,7 +115,7 @@ class Block:
 
 
 class Program:
-    """A ProgramDesc. ``revision`` counts changes: the IR's own mutators and every pass bump it (code that
+    """A ProgramDesc. ``revision`` counts changes: the IR's own mutators and every editing pass bump it (code that
     edits the lists and dicts directly calls ``mark_changed``), so caches such as the executor's plans
     know when to rebuild. ``version`` is the ProgramDesc's wire Version field, not this."""
 

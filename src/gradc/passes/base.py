@@ -26,6 +26,7 @@ class PassConditionError(GradcError):
 
 class Pass:
     name: ClassVar[str] = ""
+    edits: ClassVar[bool] = True   # False: the pass only reads the program, whose revision it leaves as it was
 
     def requires(self, program: Program) -> None:
         """Raise PassConditionError if the program is not fit for this pass."""
@@ -43,7 +44,8 @@ class Pass:
             self.requires(program)
         with self._named("apply"):
             result = self.apply(program)
-        program.mark_changed()   # a pass may edit vars and ops in place
+        if self.edits:
+            program.mark_changed()   # a pass may edit vars and ops in place
         with self._named("ensures"):
             self.ensures(program)
         return result

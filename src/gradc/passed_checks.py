@@ -1,0 +1,35 @@
+"""Whole-program checks a program has passed, by its state when it passed them, so that a later step skips a check
+the program passed with no change since: load checks the structure, so the verify pass after it need not; the verify
+pass checks every op against its definition, so the backward after it need not.
+
+The state is Program.revision, which the IR's mutators and every editing pass move (code that edits the lists and
+dicts directly calls mark_changed, which the executor's checks rely on too), with each block's counts of ops and
+vars, which also catch ops and vars added or dropped unannounced. A copy of a program (clone, deepcopy, pickle) is
+another program: it passed nothing."""
+
+from __future__ import annotations
+
+import weakref
+
+from .ir import Program
+
+STRUCTURE = "structure"       # gradc.verify.check_structure
+DEFINITIONS = "definitions"   # every op against its definition: gradc.verify_shapes.check_definitions
+
+# program -> {check: the program's state when it passed it}
+_PASSED: weakref.WeakKeyDictionary[Program, dict[str, tuple]] = weakref.WeakKeyDictionary()
+
+
+def _state(program: Program) -> tuple:
+    return program.revision, [(len(block.ops), len(block.vars)) for block in program.blocks]
+
+
+def record(program: Program, check: str) -> None:
+    """``program``, as it is now, passed ``check``."""
+    _PASSED.setdefault(program, {})[check] = _state(program)
+
+
+def passed(program: Program, check: str) -> bool:
+    """Whether ``program`` passed ``check`` and has not changed since."""
+    checks = _PASSED.get(program)
+    return checks is not None and checks.get(check) == _state(program)
