@@ -29,15 +29,22 @@ METRIC_INPUTS = frozenset({"top_k", "top_k_v2"})
 def _last_op(block: Block):
     """The last op of block 0 that is no metric's: observers, the top_k ops only they read (accuracy's own) and,
     among them, constants no op reads (auc's unused ins_tag_weight) are passed over; None if there is none."""
-    readers: dict[str, list[int]] = {}
-    for idx, op in enumerate(block.ops):
-        for name in op.input_names():
-            readers.setdefault(name, []).append(idx)
+    readers: dict[str, list[int]] | None = None   # made only for a metric's ops: most programs' last op is none
     metric: set[int] = set()
     for idx in reversed(range(len(block.ops))):
         op = block.ops[idx]
+        if _observes(op):
+            metric.add(idx)
+            continue
+        if op.type not in METRIC_INPUTS and not metric:
+            return op
+        if readers is None:
+            readers = {}
+            for reader, other in enumerate(block.ops):
+                for name in other.input_names():
+                    readers.setdefault(name, []).append(reader)
         read_by = [reader for name in op.output_names() for reader in readers.get(name, ())]
-        if (_observes(op) or (op.type in METRIC_INPUTS and read_by and all(r in metric for r in read_by))
+        if ((op.type in METRIC_INPUTS and read_by and all(r in metric for r in read_by))
                 or (metric and not op.input_names() and not read_by)):
             metric.add(idx)
             continue
@@ -68,11 +75,13 @@ def loss_candidates(program: Program) -> list[str]:
     last = _last_op(block)
     if last is None:
         return []
-    # a saved model fetches its metrics too (an accuracy): no loss
-    observed = {name for op in block.ops if op.type in OBSERVERS for name in op.output_names()}
-    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X") if name not in observed]
+    if last.type == "fetch":   # a saved model fetches its metrics too (an accuracy): no loss
+        observed = {name for op in block.ops if op.type in OBSERVERS for name in op.output_names()}
+        written = [name for op in block.ops if op.type == "fetch" for name in op.input("X") if name not in observed]
+    else:
+        written = _carrying_outputs(last)
     names = []
-    for name in fetched if last.type == "fetch" else _carrying_outputs(last):
+    for name in written:
         var = block.find_var(name)
         if var is not None and var.dtype in FLOAT_DTYPES and _one_value(block, var):
             names.append(name)
@@ -91,14 +100,21 @@ def unread_scalars(program: Program) -> list[str]:
     when the program goes on after it (a softmax for inference written last). Gradients are left out: a forward
     program holding paddle.static.gradients (GradNorm's norms) leaves the gradients of a [1] bias unread."""
     block = program.global_block
-    read = {name for op in block.ops if op.type not in OBSERVERS for name in op.input_names()}
+    # op.input_names() of each op, without a list made per op: its slots, then the vars its attributes name
+    read = {name for op in block.ops if op.type not in OBSERVERS for args in op.inputs.values() for name in args}
+    read.update(name for op in block.ops if op.var_attrs and op.type not in OBSERVERS for name in op.attr_var_names())
     names = []
-    # an op that reads nothing writes a constant, no loss (paddle.static.auc leaves its unused ins_tag_weight so)
-    for op in (op for op in block.ops if not _observes(op) and op.input_names()):
+    for op in block.ops:
+        if all(map(read.issuperset, op.outputs.values())):   # most ops: every output read, one C-level test
+            continue
+        if _observes(op) or not op.input_names():   # reading nothing, it writes a constant, no loss (auc's unused
+            continue                                # ins_tag_weight)
         for name in _carrying_outputs(op):
+            if name in read or name in names:
+                continue
             var = block.find_var(name)
-            if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
-                    and var.shape is not None and numel(var.shape) == 1 and GRAD_SUFFIX not in name):
+            if (var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1
+                    and GRAD_SUFFIX not in name):
                 names.append(name)
     return names
 
@@ -167,9 +183,12 @@ def _total_of_the_others(program: Program, candidates: list[str]) -> str | None:
 
 def other_sinks(program: Program, picked: str) -> list[str]:
     """Float scalars no op reads, besides ``picked``, written by ops with a gradient (an accuracy's are no loss)."""
+    sinks = [name for name in unread_scalars(program) if name != picked]
+    if not sinks:   # most programs: the loss alone, no writers to find
+        return []
     writers = {name: op.type for op in program.global_block.ops for name in op.output_names()}
-    return [name for name in unread_scalars(program) if name != picked
-            and (opdef := registry.OPS.get(writers[name])) is not None and opdef.grad not in (None, registry.NO_GRAD)]
+    return [name for name in sinks
+            if (opdef := registry.OPS.get(writers[name])) is not None and opdef.grad not in (None, registry.NO_GRAD)]
 
 
 def reaches_parameters(program: Program, name: str) -> bool:
