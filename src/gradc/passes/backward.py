@@ -18,9 +18,12 @@ def refuses_again(program: Program, losses: str | Sequence[str] | None) -> str |
     task losses, each before the gradients of its weighted copy). A training program takes a second optimizer as
     Paddle's second minimize() appends one: of a forward loss no backward starts from (DARTS's two levels)."""
     ops = program.global_block.ops
-    last = max((idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD)), default=None)
-    if last is None:
+    # the ops' roles read once, roles.has_role inlined (a forward program: every op, without a call each)
+    backward = [isinstance(role, int) and role & roles.BACKWARD == roles.BACKWARD
+                for role in [op.attrs.get("op_role") for op in ops]]
+    if not any(backward):
         return None
+    last = len(backward) - 1 - backward[::-1].index(True)
     names = [losses] if losses is None or isinstance(losses, str) else list(losses) or [None]
     names = [name or default_loss(program, notice=False) for name in names]
     writers = [max((idx for idx, op in enumerate(ops) if name in op.output_names()), default=-1) for name in names]
