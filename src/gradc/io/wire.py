@@ -10,12 +10,11 @@ attribute) is written by the message path, which also raises the errors it raise
 
 from __future__ import annotations
 
-from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..ir import Block, OpDesc, Program, VarDesc, VarType
+from .wire_attrs import BY_VALUE, AttrEncoder
 from .wire_values import (
     INT32,
     INT64,
-    LIST_FIELDS,
-    SCALAR_FIELDS,
     SMALL,
     TEXT_LIST_TAGS,
     Unusual,
@@ -26,32 +25,22 @@ from .wire_values import (
     length_prefixed,
     other_var,
     text_field,
-    text_fields,
     varint,
 )
 
-_ATTR_TYPES = frozenset(map(int, AttrType))
-
-
-_BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
-_FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # a plain int: the comparison with a var's int type is specialised
 _VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
 _VARS_RUN = 1024   # vars per joined run
-_ATTR_STARTS = [b"\x22" + SMALL[size] for size in range(128)]   # an OpDesc.Attr's tag and length
 
 
-class Encoder:
+class Encoder(AttrEncoder):
     """One save: caches of the encoded names and attribute values seen so far."""
 
     def __init__(self):
+        super().__init__()
         self._params: dict[str, bytes] = {}   # slot names, as a Var's field 1
-        self._names: dict[str, bytes] = {}    # var names: length and UTF-8 bytes (a Var's field 2 without its tag)
         self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
-        self._attrs: dict[tuple, bytes] = {}
-        self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
         self._var_bodies: dict[tuple, bytes] = {}   # a dense var's fields after its name
-        self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
         self._input_starts: dict[str, list] = {}   # slot -> its start by its one argument's size (_slot_start)
         self._output_starts: dict[str, list] = {}
         self._frames: dict[int, bytes] = {}   # an op's length -> the tag and length its field starts with
@@ -199,7 +188,7 @@ class Encoder:
             types, cache = op.attr_types, self._attrs
             for name, value in op.attrs.items():
                 kind, held = types[name], type(value)
-                if held in _BY_VALUE:
+                if held in BY_VALUE:
                     try:
                         parts.append(cache[name, kind, held, value])
                     except KeyError:
@@ -231,55 +220,6 @@ class Encoder:
         param = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
         start = by_size[size] = tag + varint(len(param) + 1 + size) + param + b"\x12"
         return start
-
-    def attr(self, name: str, kind: int, value) -> bytes:
-        """An OpDesc.Attr, tagged as the OpDesc's field 4."""
-        listed = type(value) is list
-        if listed and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
-            return self._text_list(name, kind, value)
-        if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
-            key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
-                                                                        tuple(map(type, value)))
-            encoded = self._attrs.get(key)
-            if encoded is not None:
-                return encoded
-        body = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-        if value is not None:
-            if kind in LIST_FIELDS:
-                if not listed:
-                    raise Unusual
-                body += b"".join([LIST_FIELDS[kind](v) for v in value])
-            elif kind in SCALAR_FIELDS:
-                body += SCALAR_FIELDS[kind](value)
-            else:
-                raise Unusual
-        encoded = length_prefixed(b"\x22", body)
-        if listed:
-            if kind in _FLOAT_LISTS:
-                self._held.append(value)
-            self._attrs[key] = encoded
-        elif type(value) in _BY_VALUE:
-            self._attrs[(name, kind, type(value), value)] = encoded
-        return encoded
-
-    def _text_list(self, name: str, kind: int, value: list) -> bytes:
-        """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
-        table (each its length and bytes) and joined with the field's tag."""
-        head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-        tag = TEXT_LIST_TAGS[kind]
-        try:
-            body = tag.join([head, *map(self._names.__getitem__, value)])
-        except (KeyError, TypeError):   # a name no var of the program has (or not a str): encoded here
-            body = head + text_fields(tag, value)
-        size = len(body)
-        return (_ATTR_STARTS[size] if size < 128 else b"\x22" + varint(size)) + body
-
-    def _attr_head(self, name: str, kind: int) -> bytes:
-        """An OpDesc.Attr's name and type fields, which every value of that attribute starts with."""
-        if kind not in _ATTR_TYPES:
-            raise Unusual
-        head = self._attr_heads[(name, kind)] = text_field(b"\x0a", name) + b"\x10" + varint(kind)
-        return head
 
 
 def _by_message(item: VarDesc | OpDesc) -> bytes:

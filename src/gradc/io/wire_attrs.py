@@ -1,0 +1,81 @@
+"""An OpDesc.Attr's field as gradc.io.wire writes it, with the caches of one save: attribute values a program
+repeats are encoded once, and a text list's elements are taken from the save's table of var names."""
+
+from __future__ import annotations
+
+from ..ir import AttrType
+from .wire_values import (
+    LIST_FIELDS,
+    SCALAR_FIELDS,
+    SMALL,
+    TEXT_LIST_TAGS,
+    Unusual,
+    length_prefixed,
+    text_field,
+    text_fields,
+    varint,
+)
+
+BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
+_ATTR_TYPES = frozenset(map(int, AttrType))
+_FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
+_ATTR_STARTS = [b"\x22" + SMALL[size] for size in range(128)]   # an OpDesc.Attr's tag and length
+
+
+class AttrEncoder:
+    """The attribute half of one save's encoder (gradc.io.wire.Encoder): its caches and the names' table."""
+
+    def __init__(self):
+        self._names: dict[str, bytes] = {}    # var names: length and UTF-8 bytes (a Var's field 2 without its tag)
+        self._attrs: dict[tuple, bytes] = {}
+        self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
+        self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
+
+    def attr(self, name: str, kind: int, value) -> bytes:
+        """An OpDesc.Attr, tagged as the OpDesc's field 4."""
+        listed = type(value) is list
+        if listed and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
+            return self._text_list(name, kind, value)
+        if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
+            key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
+                                                                        tuple(map(type, value)))
+            encoded = self._attrs.get(key)
+            if encoded is not None:
+                return encoded
+        body = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
+        if value is not None:
+            if kind in LIST_FIELDS:
+                if not listed:
+                    raise Unusual
+                body += b"".join([LIST_FIELDS[kind](v) for v in value])
+            elif kind in SCALAR_FIELDS:
+                body += SCALAR_FIELDS[kind](value)
+            else:
+                raise Unusual
+        encoded = length_prefixed(b"\x22", body)
+        if listed:
+            if kind in _FLOAT_LISTS:
+                self._held.append(value)
+            self._attrs[key] = encoded
+        elif type(value) in BY_VALUE:
+            self._attrs[(name, kind, type(value), value)] = encoded
+        return encoded
+
+    def _text_list(self, name: str, kind: int, value: list) -> bytes:
+        """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
+        table (each its length and bytes) and joined with the field's tag."""
+        head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
+        tag = TEXT_LIST_TAGS[kind]
+        try:
+            body = tag.join([head, *map(self._names.__getitem__, value)])
+        except (KeyError, TypeError):   # a name no var of the program has (or not a str): encoded here
+            body = head + text_fields(tag, value)
+        size = len(body)
+        return (_ATTR_STARTS[size] if size < 128 else b"\x22" + varint(size)) + body
+
+    def _attr_head(self, name: str, kind: int) -> bytes:
+        """An OpDesc.Attr's name and type fields, which every value of that attribute starts with."""
+        if kind not in _ATTR_TYPES:
+            raise Unusual
+        head = self._attr_heads[(name, kind)] = text_field(b"\x0a", name) + b"\x10" + varint(kind)
+        return head
