@@ -65,9 +65,13 @@ class AttrEncoder:
         """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
         table (each its length and bytes) and joined with the field's tag."""
         head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-        tag = TEXT_LIST_TAGS[kind]
+        tag, names = TEXT_LIST_TAGS[kind], self._names
+        pieces = [head]
         try:
-            body = tag.join([head, *map(self._names.__getitem__, value)])
+            for element in value:   # a loop of appends: cheaper than a join of map's unpacked results
+                pieces.append(tag)
+                pieces.append(names[element])
+            body = b"".join(pieces)
         except (KeyError, TypeError):   # a name no var of the program has (or not a str): encoded here
             body = head + text_fields(tag, value)
         size = len(body)
