@@ -107,10 +107,10 @@ class Encoder(AttrEncoder):
         pieces = []
         for var in run:
             name, dtype = var.name, var.dtype
-            if var.raw_type is None and var.type == _DENSE_TENSOR and dtype is not None and not var.attrs \
-                    and type(name) is str:
+            if var.raw_type is None and var.type == _DENSE_TENSOR and not var.attrs and type(name) is str:
                 # a dense var's body is keyed by its fields' values and exact types (1 is not True nor 3.0 3); type()
-                # per field, not map(type, ...): the interpreter specialises the call
+                # per field, not map(type, ...): the interpreter specialises the call. No dtype's body is b"": the
+                # var goes to framed_var, as any the body's writer refuses
                 lod, persistable, feed = var.lod_level, var.persistable, var.need_check_feed
                 parameter, stop, shape = var.is_parameter, var.stop_gradient, var.shape or ()
                 for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
@@ -119,11 +119,14 @@ class Encoder(AttrEncoder):
                 else:
                     key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
                            type(feed), type(parameter), type(stop), tuple(shape))
+                    try:   # a subscript, cheaper than .get() on a hit
+                        body = bodies[key]
+                    except KeyError:
+                        body = bodies[key] = _dense_body_or_empty(var)
                     try:
-                        body = bodies.get(key) or bodies.setdefault(key, dense_var_body(var))
                         data = name.encode()
-                    except (Unusual, TypeError, ValueError, UnicodeError):
-                        body = data = b""
+                    except UnicodeError:
+                        body = b""
                     if body and len(data) + len(body) < 126:   # the var's length in one byte
                         named = names[name] = small[len(data)] + data
                         pieces += (_VAR_STARTS[1 + len(named) + len(body)], named, body)
@@ -229,6 +232,14 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
     msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
     fill(item, msg)
     return msg.SerializeToString(deterministic=True)
+
+
+def _dense_body_or_empty(var: VarDesc) -> bytes:
+    """A dense var's body, or b"" where the var is left to Encoder.framed_var (alike for every var of its key)."""
+    try:
+        return dense_var_body(var)
+    except (Unusual, TypeError, ValueError):
+        return b""
 
 
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
