@@ -102,7 +102,7 @@ class Encoder(AttrEncoder):
     def _var_run(self, run: list[VarDesc]) -> list[bytes]:
         """A run of vars' pieces, joined by the caller (cheaper than three += a var; a run, not the block, since
         join holds 80 B an item while it runs). Hot: the common var, a dense tensor, is written here, and its
-        name's length and bytes kept in the names' table for the ops after it."""
+        name's bytes kept in the names' table for the ops after it."""
         names, small, bodies = self._names, SMALL, self._var_bodies
         pieces = []
         for var in run:
@@ -128,8 +128,8 @@ class Encoder(AttrEncoder):
                     except UnicodeError:
                         body = b""
                     if body and len(data) + len(body) < 126:   # the var's length in one byte
-                        named = names[name] = small[len(data)] + data
-                        pieces += (_VAR_STARTS[1 + len(named) + len(body)], named, body)
+                        names[name] = data
+                        pieces += (_VAR_STARTS[2 + len(data) + len(body)], small[len(data)], data, body)
                         continue
             pieces.append(self.framed_var(var))
         return pieces
@@ -137,7 +137,7 @@ class Encoder(AttrEncoder):
     def framed_var(self, var: VarDesc) -> bytes:
         """The var as the BlockDesc's field 3: tag, length, then its bytes."""
         try:
-            self._names[var.name] = text_field(b"", var.name)
+            self._names[var.name] = as_text(var.name)
             return length_prefixed(b"\x1a", self.plain_var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
             return length_prefixed(b"\x1a", _by_message(var))
@@ -151,30 +151,30 @@ class Encoder(AttrEncoder):
     # ------------------------------------------------------------ op
     def _write_slots(self, parts: list, tag: bytes, slots: dict, starts: dict) -> None:
         """An op's input (tag 1) or output (tag 2) slots. Most name one argument, written as two cached pieces: the
-        slot's start (its tag and length, the slot's name, the argument's tag), cached by the size of the argument's
-        length and bytes, then those. Any other slot (none or several arguments, a new slot or name, a long name)
+        slot's start (its tag and length, the slot's name, the argument's tag and length), cached by the size of the
+        argument's bytes, then those. Any other slot (none or several arguments, a new slot or name, a long name)
         is left to _write_slot."""
         names = self._names
         for slot, args in slots.items():
             try:
                 [name] = args
-                named = names[name]
-                start = starts[slot][len(named)]
+                data = names[name]
+                start = starts[slot][len(data)]
             except (ValueError, KeyError, IndexError):
                 self._write_slot(parts, tag, slot, args, starts)
                 continue
-            parts.append(start or self._slot_start(tag, slot, len(named), starts[slot]))
-            parts.append(named)
+            parts.append(start or self._slot_start(tag, slot, len(data), starts[slot]))
+            parts.append(data)
 
     def _write_slot(self, parts: list, tag: bytes, slot: str, args: list, starts: dict) -> None:
         """A slot _write_slots leaves: a one-argument slot whose start or name is not cached yet, or any other."""
         if len(args) == 1:
-            named = self._names.get(args[0]) or _cached(self._names, b"", args[0])
-            size = len(named)
+            data = self._names.get(args[0]) or _cached_name(self._names, args[0])
+            size = len(data)
             if size < 128:
                 by_size = starts.get(slot) or starts.setdefault(slot, [None] * 128)
                 parts.append(by_size[size] or self._slot_start(tag, slot, size, by_size))
-                parts.append(named)
+                parts.append(data)
                 return
         parts.append(self._slot(tag, slot, args))
 
@@ -215,13 +215,14 @@ class Encoder(AttrEncoder):
         names = self._names
         body = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
         for name in args:
-            body += b"\x12" + (names.get(name) or _cached(names, b"", name))
+            data = names.get(name) or _cached_name(names, name)
+            body += b"\x12" + varint(len(data)) + data
         return tag + varint(len(body)) + body
 
     def _slot_start(self, tag: bytes, slot: str, size: int, by_size: list) -> bytes:
-        """A one-argument slot's field up to its argument's length, which with its bytes is ``size`` bytes long."""
+        """A one-argument slot's field up to its argument's bytes, ``size`` (< 128) of them."""
         param = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
-        start = by_size[size] = tag + varint(len(param) + 1 + size) + param + b"\x12"
+        start = by_size[size] = tag + varint(len(param) + 2 + size) + param + b"\x12" + SMALL[size]
         return start
 
 
@@ -245,6 +246,11 @@ def _dense_body_or_empty(var: VarDesc) -> bytes:
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
     frame = cache[size] = tag + varint(size)
     return frame
+
+
+def _cached_name(names: dict, name) -> bytes:
+    encoded = names[name] = as_text(name)
+    return encoded
 
 
 def _cached(cache: dict, tag: bytes, text) -> bytes:

@@ -20,13 +20,15 @@ BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (no
 _ATTR_TYPES = frozenset(map(int, AttrType))
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _ATTR_STARTS = [b"\x22" + SMALL[size] for size in range(128)]   # an OpDesc.Attr's tag and length
+# a text list element's tag and length, by the list's type and the element's size
+_TEXT_STARTS = {kind: [tag + SMALL[size] for size in range(128)] for kind, tag in TEXT_LIST_TAGS.items()}
 
 
 class AttrEncoder:
     """The attribute half of one save's encoder (gradc.io.wire.Encoder): its caches and the names' table."""
 
     def __init__(self):
-        self._names: dict[str, bytes] = {}    # var names: length and UTF-8 bytes (a Var's field 2 without its tag)
+        self._names: dict[str, bytes] = {}    # var names: their UTF-8 bytes (no copy made to put the length first)
         self._attrs: dict[tuple, bytes] = {}
         self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
         self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
@@ -63,17 +65,18 @@ class AttrEncoder:
 
     def _text_list(self, name: str, kind: int, value: list) -> bytes:
         """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
-        table (each its length and bytes) and joined with the field's tag."""
+        table (each its bytes) and joined, each after the field's tag and its length."""
         head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-        tag, names = TEXT_LIST_TAGS[kind], self._names
+        starts, names = _TEXT_STARTS[kind], self._names
         pieces = [head]
         try:
             for element in value:   # a loop of appends: cheaper than a join of map's unpacked results
-                pieces.append(tag)
-                pieces.append(names[element])
+                data = names[element]
+                pieces.append(starts[len(data)])
+                pieces.append(data)
             body = b"".join(pieces)
-        except (KeyError, TypeError):   # a name no var of the program has (or not a str): encoded here
-            body = head + text_fields(tag, value)
+        except (KeyError, TypeError, IndexError):   # a name no var has, not a str, or long: encoded here
+            body = head + text_fields(TEXT_LIST_TAGS[kind], value)
         size = len(body)
         return (_ATTR_STARTS[size] if size < 128 else b"\x22" + varint(size)) + body
 
