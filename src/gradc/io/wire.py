@@ -11,7 +11,7 @@ attribute) is written by the message path, which also raises the errors it raise
 from __future__ import annotations
 
 from ..ir import Block, OpDesc, Program, VarDesc, VarType
-from .wire_attrs import BY_VALUE, AttrEncoder
+from .wire_attrs import AttrEncoder
 from .wire_values import (
     INT32,
     INT64,
@@ -191,15 +191,14 @@ class Encoder(AttrEncoder):
             types, cache = op.attr_types, self._attrs
             for name, value in op.attrs.items():
                 kind, held = types[name], type(value)
-                if held in BY_VALUE:
+                if held is list:
+                    parts.append(self._text_list(name, kind, value) if kind in TEXT_LIST_TAGS
+                                 else self.attr(name, kind, value))
+                else:
                     try:
                         parts.append(cache[name, kind, held, value])
-                    except KeyError:
+                    except (KeyError, TypeError):   # not seen yet, not kept by value, or not hashable
                         parts.append(self.attr(name, kind, value))
-                elif held is list and kind in TEXT_LIST_TAGS:
-                    parts.append(self._text_list(name, kind, value))
-                else:
-                    parts.append(self.attr(name, kind, value))
         if op.repeated_attrs:   # Paddle's second copy of an attribute, where it was
             first = len(parts) - len(op.attrs)
             for position, raw in op.repeated_attrs:

@@ -16,7 +16,7 @@ from .wire_values import (
     varint,
 )
 
-BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
+_BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (and floats but zeros)
 _ATTR_TYPES = frozenset(map(int, AttrType))
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _ATTR_STARTS = [b"\x22" + SMALL[size] for size in range(128)]   # an OpDesc.Attr's tag and length
@@ -59,7 +59,7 @@ class AttrEncoder:
             if kind in _FLOAT_LISTS:
                 self._held.append(value)
             self._attrs[key] = encoded
-        elif type(value) in BY_VALUE:
+        elif type(value) in _BY_VALUE or type(value) is float and value:   # not 0.0: -0.0 == 0.0
             self._attrs[(name, kind, type(value), value)] = encoded
         return encoded
 
