@@ -17,6 +17,7 @@ from ..optimizers.schedule_ops import KINDS
 from ..schedules import learning_rate_vars
 from ..training import Dataset, OneBatch, Trainer
 from ..training import save_params as write_model_params
+from ..training.data_init import run_on_first_batch
 from ..training.ema import ema_applied, require_ema
 from ..training.interrupt import Stopped
 from ..training.lbfgs import parse as parse_lbfgs
@@ -116,6 +117,9 @@ from .train_report import JsonLinesReporter
 @click.option("--after-step", "after_steps", multiple=True, type=click.Path(), help="A program run on the trained "
               "values after every step, unfed (a renormalisation: TransE's entities to norm <= 1, as a Paddle user's "
               "loop runs it). Repeatable, in order.")
+@click.option("--data-init", "data_inits", multiple=True, type=click.Path(), help="A program run once on the first "
+              "batch, after --startup and --params, before the first step: a data-dependent initialisation (Glow's "
+              "actnorm from the batch's mean and deviation, as a Paddle user runs it before the loop). Repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead: an object per logged step (as "
               "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
               "where it saved.")
@@ -124,8 +128,8 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
           eval_data, label, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, threshold, topk,
           early_stop, monitor, fetches,
           log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
-          save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, as_json,
-          strict_params):
+          save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, data_inits,
+          as_json, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch.
 
     Exit codes: 0 it trained; 1 it could not (one 'gradc: error:' line on stderr; with --json, stdout holds the
@@ -206,6 +210,11 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
         elif eval_data is not None:
             eval_data = eval_data[0]
         batch_size = 1 if episodes else batch_size   # epochs None: Trainer.fit's, as many as the steps span
+    if data_inits and resume is None:   # a checkpoint holds the values they set
+        set_from_data = run_on_first_batch(trainer.executor, trainer.scope, data_inits, source, batch_size, shuffle,
+                                           seed, drop_last)
+        if not as_json:
+            click.echo(f"initialised from the first batch: {', '.join(set_from_data)}")
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if data is None else source.arrays,
                        params, program)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ExecutionError, FormatError, GradcError, GradcNotice, GradcWarning, ProgramError
+from ..errors import ExecutionError, FeedError, FormatError, GradcError, GradcNotice, GradcWarning, ProgramError
 from ..executor import Executor, Scope
 from ..executor.declared import fitted_value, int8_stored, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
@@ -193,7 +193,9 @@ def run_startup(executor, startup, scope) -> None:
         if isinstance(startup, Program):
             raise
         kind = ProgramError if isinstance(exc, ProgramError) else ExecutionError   # not a FeedError: no feed file
-        raise kind(f"startup program '{startup}': {exc}") from None
+        hint = ("; an initialiser that reads the data (actnorm's) runs on the first batch given to gradc train as "
+                "--data-init" if isinstance(exc, FeedError) else "")
+        raise kind(f"startup program '{startup}': {exc}{hint}") from None
 
 
 def initialised_values(startups) -> dict:
