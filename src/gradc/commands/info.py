@@ -80,10 +80,18 @@ def summary(program: str, prog: Program | None = None) -> dict:
     if optimizer is not None:   # a Paddle scheduler gradc compile recorded, which the host steps
         optimizer["schedule"] = schedule_record.recorded(prog)
     inner = loss is not None and refuses_again(prog, loss) is None   # its loss computed from gradients inside
+    from_data = _set_from_data(block) if loss is None and not startup and _inputs(block) else []
+    if startup:
+        kind = "startup program: its ops initialise persistable vars (gradc run, train --startup)"
+    elif from_data:   # actnorm's data-dependent init, which a startup's place would run unfed
+        kind = (f"initialiser from the data: sets {', '.join(from_data)} from the input(s) "
+                f"{', '.join(_inputs(block))} (gradc train --data-init runs it on the first batch)")
+    elif optimizer:
+        kind = _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
+    else:
+        kind = without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None)
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
-            "ops": prog.num_ops(), "kind": "startup program: its ops initialise persistable vars (gradc run, "
-            "train --startup)" if startup else _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
-            if optimizer else without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None),
+            "ops": prog.num_ops(), "kind": kind,
             "equal_draws": _equal_draws(block),
             "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
             # a saved inference model marks no parameter: its persistable vars are what --params gives
@@ -197,6 +205,18 @@ def _lines(facts: dict) -> list[str]:
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
     lines.append(f"op types in block 0: {shown}{more}")
     return lines
+
+
+def _set_from_data(block: Block) -> list[str]:
+    """The persistable vars an op writes without reading them (an in-place update, batch norm's running mean, reads
+    what it writes), in order."""
+    names = []
+    for op in block.ops:
+        for name in op.output_names():
+            var = block.find_var(name)
+            if var is not None and var.persistable and name not in op.input_names() and name not in names:
+                names.append(name)
+    return names
 
 
 def _equal_draws(block: Block) -> list[dict]:
