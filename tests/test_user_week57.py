@@ -144,3 +144,9 @@ def test_info_calls_the_actnorm_init_an_initialiser_from_the_data(files):
     assert kinds["forward"].startswith("forward program: gradc compile")
     assert kinds["startup"].startswith("startup program")
     assert kinds["inverse"].startswith("forward program without a loss")
+    folder = files / "flow"   # its fetch ops write the persistable fetch list: not an initialiser
+    exported = gradc_cli("export", folder / "inverse.pb", "-o", folder / "sampler", "--params", folder / "trained.npz",
+                         "--input", "noise", "--fetch", f"{META['flow']['samples']}=samples")
+    assert exported.returncode == 0, exported.stderr
+    info = json.loads(gradc_cli("info", folder / "sampler.pdmodel", "--json").stdout)
+    assert info["kind"].startswith("inference model (feed and fetch ops)")

@@ -17,6 +17,7 @@ from ..ir import Block, Program, VarType, dtype_name
 from ..listing import BOOKKEEPING
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, op_kinds
 from ..rnn_flat import flat_buffers
+from ..training.data_init import set_from_data
 from .info_loss import loss_found
 from .info_optimizer import optimizer_facts, optimizer_line, without_updates
 from .info_params import file_facts, file_lines, loading_facts, loading_lines
@@ -80,7 +81,7 @@ def summary(program: str, prog: Program | None = None) -> dict:
     if optimizer is not None:   # a Paddle scheduler gradc compile recorded, which the host steps
         optimizer["schedule"] = schedule_record.recorded(prog)
     inner = loss is not None and refuses_again(prog, loss) is None   # its loss computed from gradients inside
-    from_data = _set_from_data(block) if loss is None and not startup and _inputs(block) else []
+    from_data = set_from_data(block) if loss is None and not startup and _inputs(block) else []
     if startup:
         kind = "startup program: its ops initialise persistable vars (gradc run, train --startup)"
     elif from_data:   # actnorm's data-dependent init, which a startup's place would run unfed
@@ -205,18 +206,6 @@ def _lines(facts: dict) -> list[str]:
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
     lines.append(f"op types in block 0: {shown}{more}")
     return lines
-
-
-def _set_from_data(block: Block) -> list[str]:
-    """The persistable vars an op writes without reading them (an in-place update, batch norm's running mean, reads
-    what it writes), in order."""
-    names = []
-    for op in block.ops:
-        for name in op.output_names():
-            var = block.find_var(name)
-            if var is not None and var.persistable and name not in op.input_names() and name not in names:
-                names.append(name)
-    return names
 
 
 def _equal_draws(block: Block) -> list[dict]:

@@ -13,13 +13,15 @@ from ..io import load
 from .data import Dataset, OneBatch
 
 
-def written_persistables(program) -> list[str]:
-    """The persistable vars the program's ops write (what it initialises), in order of first writing."""
-    block, names = program.global_block, []
+def set_from_data(block) -> list[str]:
+    """The persistable tensors an op of ``block`` writes without reading them (what an initialiser sets; an in-place
+    update, batch norm's running mean, reads what it writes), in order of first writing."""
+    names = []
     for op in block.ops:
         for name in op.output_names():
             var = block.find_var(name)
-            if var is not None and var.persistable and name not in names:
+            if (var is not None and var.persistable and var.dtype is not None   # not the fetch list
+                    and name not in op.input_names() and name not in names):
                 names.append(name)
     return names
 
@@ -32,7 +34,7 @@ def run_on_first_batch(executor: Executor, scope: Scope, paths: Sequence[str | o
     initialised, first = [], next(iter(data.batches(0, batch_size, shuffle, seed, drop_last)))
     for path in paths:
         program = load(path)
-        wrote = written_persistables(program)
+        wrote = set_from_data(program.global_block)
         try:
             if not wrote:
                 raise GradcError("it writes no persistable var, so initialises nothing (paddle.assign(value, "
