@@ -11,14 +11,16 @@ import json
 import numpy as np
 import pytest
 
+import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
-from user_weeks import save_first, train_steps
+from user_weeks import save_corner_feeds, save_first, train_steps
 
 WEEK = DATA / "user_week57"
 META = json.loads((WEEK / "meta.json").read_text())
 MODELS = ("flow", "mdn", "lu_flow")
 BATCH = 16
+CORNERS = ("unit_lower", "unit_lower_t")
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +30,7 @@ def files(tmp_path_factory):
     out = unpacked(WEEK, tmp_path_factory.mktemp("week57"), MODELS)
     for model in MODELS:
         save_first(out / model, BATCH)
+    save_corner_feeds(out, {name: "a b" for name in CORNERS})
     init = dict(np.load(out / "flow" / "init.npz"))
     np.savez(out / "flow" / "init_undone.npz", **{k: v for k, v in init.items() if not k.startswith("actnorm")})
     return out
@@ -150,3 +153,26 @@ def test_info_calls_the_actnorm_init_an_initialiser_from_the_data(files):
     assert exported.returncode == 0, exported.stderr
     info = json.loads(gradc_cli("info", folder / "sampler.pdmodel", "--json").stdout)
     assert info["kind"].startswith("inference model (feed and fetch ops)")
+
+
+@pytest.mark.parametrize("corner", CORNERS)
+def test_unit_lower_triangular_solve_gradient_is_the_right_one_where_paddles_is_not(files, corner):
+    """Paddle 3.3.1's triangular_solve_grad with upper=False and unitriangular=True (plain or transposed) gives the
+    gradient of a full-matrix solve: values on the diagonal and above it, elements the forward never reads (with
+    upper=True it gives zeros there). gradc check agrees with float64 central differences; gradc's gradient is
+    Paddle's below the diagonal and zero elsewhere, and b's is Paddle's."""
+    check = gradc_cli("check", files / f"corner_{corner}.pb", "--feed", files / f"feed_{corner}.npz", "--wrt", "a",
+                      "--wrt", "b", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert json.loads(check.stdout)["problems"] == []
+    saved = np.load(files / "corners.npz")
+    program = gradc.load(files / f"corner_{corner}.pb")
+    loss = program.global_block.ops[-1].output_names()[0]
+    grads = gradc.gradients(program, loss, ["a", "b"])
+    feed = {name: saved[f"{corner}_{name}"] for name in ("a", "b", "w")}
+    grad_a, grad_b = gradc.Executor().run(program, feed, grads)
+    paddles = saved[f"{corner}_a@GRAD"]
+    below = np.tril(np.ones_like(grad_a, bool), -1)
+    np.testing.assert_allclose(grad_a[below], paddles[below], rtol=1e-12, atol=1e-12)
+    assert not grad_a[~below].any() and np.abs(paddles[~below]).max() > 0.1
+    np.testing.assert_allclose(grad_b, saved[f"{corner}_b@GRAD"], rtol=1e-12, atol=1e-12)

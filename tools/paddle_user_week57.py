@@ -17,6 +17,8 @@ Each model: forward.pb (main.clone() before minimize), train.pb (Paddle's own), 
 losses in meta.json, data.npz. The flow also: actnorm_init.pb (the data-dependent init: loc and log-scale assigned
 from the first batch), inverse.pb (sampling: the inverse pass of z to x on the trained weights), and outputs.npz with
 Paddle's samples of z.npz and the trained forward's bits per dimension and latents of the first batch.
+corner_unit_lower(_t).pb and corners.npz: float64 triangular_solve(upper=False, unitriangular=True) and Paddle's
+gradients, which are wrong in the upper triangle and on the diagonal (neither is read).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week57.py tests/data/paddle/user_week57
 """
@@ -29,7 +31,15 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, minimized, run_steps, write_programs_gz
+from paddle_programs import (
+    legacy_persistables,
+    minimized,
+    run_steps,
+    weighted_corner,
+    without_callstacks,
+    write_gz,
+    write_programs_gz,
+)
 
 DIM, HIDDEN, COMPONENTS, STEPS, BATCH, SAMPLES = 4, 8, 3, 5, 16, 6
 RNG = np.random.default_rng(57)
@@ -228,6 +238,20 @@ def train_model(out: Path, name: str, exe) -> dict:
     return meta
 
 
+def unit_lower_corners(out: Path, exe) -> None:
+    """float64 corners of triangular_solve with a unit lower triangle (an LU flow's L solved without forming it):
+    loss sum(w * solve(a, b)) and Paddle's gradients of a and b, plain and transposed; corner_NAME.pb and
+    corners.npz (NAME_a, NAME_b, NAME_w, NAME_a@GRAD, ...)."""
+    results = {}
+    for name, transpose in (("unit_lower", False), ("unit_lower_t", True)):
+        feeds = {"a": RNG.normal(size=(DIM, DIM)), "b": RNG.normal(size=(DIM, 2))}
+        forward, _, numbers = weighted_corner(exe, feeds, lambda i, t=transpose: paddle.linalg.triangular_solve(
+            i["a"], i["b"], upper=False, transpose=t, unitriangular=True), lambda size: RNG.normal(size=size))
+        results.update({f"{name}_{key}": value for key, value in numbers.items() if key != "value"})
+        write_gz(out / f"corner_{name}.pb", without_callstacks(forward))
+    np.savez(out / "corners.npz", **results)
+
+
 def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
@@ -235,6 +259,7 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     exe = paddle.static.Executor(paddle.CPUPlace())
     meta = {name: train_model(out, name, exe) for name in MODELS}
+    unit_lower_corners(out, exe)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
