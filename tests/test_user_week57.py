@@ -176,3 +176,34 @@ def test_unit_lower_triangular_solve_gradient_is_the_right_one_where_paddles_is_
     np.testing.assert_allclose(grad_a[below], paddles[below], rtol=1e-12, atol=1e-12)
     assert not grad_a[~below].any() and np.abs(paddles[~below]).max() > 0.1
     np.testing.assert_allclose(grad_b, saved[f"{corner}_b@GRAD"], rtol=1e-12, atol=1e-12)
+
+
+def test_evaluate_averages_a_log_likelihood_of_each_example(files):
+    """Fault: gradc evaluate --fetch of the flow's log-likelihood of each example (float32[B]), the set's mean a density
+    researcher reports, was refused: "fetched var ... is float32[32]: training reports scalars". Now its mean over the
+    80 examples, the same at batch 7 (a last batch of 3) and 80, of the exported scorer too, equals numpy's mean of
+    gradc run's values and -4 ln 2 times the bits per dimension; a value of another shape is one line."""
+    folder = files / "flow"
+    log_prob = "tmp_34"   # the per-example log-likelihood the bits per dimension are the mean of
+    run = gradc_cli("run", folder / "forward.pb", "--params", folder / "trained.npz", "--feed", folder / "data.npz",
+                    "--fetch", log_prob, "-o", folder / "log_prob.npz")
+    assert run.returncode == 0, run.stderr
+    expected = float(np.mean(np.load(folder / "log_prob.npz")[log_prob], dtype=np.float64))
+    exported = gradc_cli("export", folder / "forward.pb", "-o", folder / "scorer", "--params", folder / "trained.npz",
+                         "--input", "x", "--fetch", f"{log_prob}=log_prob")
+    assert exported.returncode == 0, exported.stderr
+    for program, params, name in ((folder / "forward.pb", folder / "trained.npz", log_prob),
+                                  (folder / "scorer.pdmodel", folder / "scorer.pdiparams", "log_prob")):
+        for batch in (7, 80):
+            evaluated = gradc_cli("evaluate", program, "--params", params, "--data", folder / "data.npz", "--fetch",
+                                  name, "--batch-size", batch, "--json")
+            assert evaluated.returncode == 0, evaluated.stderr
+            result = json.loads(evaluated.stdout)
+            assert result["examples"] == 80
+            np.testing.assert_allclose(result[name], expected, rtol=1e-6)
+            if name == log_prob:
+                np.testing.assert_allclose(result[META["flow"]["loss"]], -expected / (4 * np.log(2)), rtol=1e-6)
+    refused = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
+                        folder / "data.npz", "--fetch", "tmp_30", "--batch-size", 7)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("gradc: error: fetched var 'tmp_30' is float32[4, 7]: an evaluation averages")

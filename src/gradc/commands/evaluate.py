@@ -42,7 +42,8 @@ from .run import STRICT_PARAMS
 @loss_option("the one gradc train reports", "the loss is the sum of their means, each mean listed too (a "
              "multi-task model compiled with several --loss).")
 @click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
-              "accuracy op's output, ...; one computed from a batch's mean, a PSNR of its MSE: from the set's mean). "
+              "accuracy op's output, ...; one computed from a batch's mean, a PSNR of its MSE: from the set's mean), "
+              "or a value of one number an example (a density model's log-likelihood of each: its mean over the set). "
               "Repeatable.")
 @metric_options(("1",), "Accuracy counts an example right when its label is among the K best-scored classes. "
                 "Repeatable.")

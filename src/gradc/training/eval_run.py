@@ -60,8 +60,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             with naming(data, f"evaluation batch {index + 1}"):
                 values = executor.run(evaluation.program, feed, fetches, scope)
             for name, value in zip(averaged, values):
-                totals[name] += scalar(name, value) * size
-                last[name] = scalar(name, value)
+                last[name] = _batch_mean(name, value, size)
+                totals[name] += last[name] * size
             for name, value in zip(parts, values[len(averaged):]):
                 sums[name] += scalar(name, value)
             for name, value in zip(chunks, values[len(scalar_fetches):]):
@@ -92,6 +92,19 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
             **(tags.results() if tags else {}), **(poses.results() if poses else {})}
+
+
+def _batch_mean(name: str, value, size: int) -> float:
+    """A fetched scalar, or the mean of a value of one number an example ([batch] or [batch, 1]: a density model's
+    log-likelihood of each), which the set's mean then weighs by the batch's examples."""
+    array = np.asarray(value)
+    if array.size == size > 1 and array.shape[0] == size and array.dtype.kind in "biuf":
+        return float(np.mean(array, dtype=np.float64))
+    if array.size != 1:
+        raise GradcError(f"fetched var '{name}' is {array.dtype}{list(array.shape)}: an evaluation averages scalars "
+                         f"(a loss, an accuracy) or one number an example ([{size}] or [{size}, 1] in this batch) "
+                         f"over the set; fetch other values with gradc run")
+    return scalar(name, value)
 
 
 def _scored(scores, labels, batch: Mapping, evaluation: EvalPlan, source: str) -> tuple[np.ndarray, np.ndarray]:
