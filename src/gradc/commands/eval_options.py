@@ -74,7 +74,9 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
     and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
-                     "loss (default: its one array the model does not read)."),
+                     "loss (default: its one array the model does not read); SCORES=LABEL,SCORES=LABEL pairs each "
+                     "output of several with its labels (a QA model's start and end: acc_LABEL of each, acc_all "
+                     "of both right)."),
         click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a "
                      "segmentation map's 255 borders; default: the loss op's ignore_index)."),
         click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's "

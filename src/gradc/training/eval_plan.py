@@ -12,6 +12,7 @@ from ..errors import GradcError
 from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
+from .heads import Head
 from .keypoints import PCK, pcks
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
@@ -46,6 +47,7 @@ class EvalPlan:
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
     pck_at: list[PCK] = field(default_factory=list)
     multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
+    heads: list[Head] = field(default_factory=list)   # with the scores' own: each head's accuracy, and all right
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
@@ -114,6 +116,12 @@ def fit_labels(program: Program, evaluation: EvalPlan, data: Dataset | OneBatch,
         if mask is None:
             mask = _loss_lengths(evaluation, data_arrays(data), np.shape(labels))
         evaluation.mask = checked_mask(data_arrays(data), mask, evaluation.label, data.source)
+        for head in evaluation.heads[1:]:
+            if head.axis is None:
+                head.axis = class_axis(declared_shape(evaluation.program, head.scores),
+                                       np.shape(data_arrays(data)[head.label]))
+        if evaluation.heads:
+            evaluation.heads[0].axis, evaluation.heads[0].ignore_index = evaluation.axis, evaluation.ignore_index
     elif mask is not None and evaluation.ranking:   # a listwise ranker's padded entries, a catalogue's padding item
         relevance = np.asarray(data_arrays(data)[evaluation.ranking[1]])
         entries = declared_shape(evaluation.program, evaluation.ranking[0])[-1:]

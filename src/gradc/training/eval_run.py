@@ -13,6 +13,7 @@ from . import set_metrics
 from .accuracy import ScoreTally, counted_positions, scored_rows
 from .data import Dataset, OneBatch, examples, naming
 from .eval_plan import EvalPlan
+from .heads import HeadTally
 from .history import scalar
 from .keypoints import KeypointTally
 from .multilabel import MultiLabelTally
@@ -40,7 +41,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ranked, detected = list(evaluation.ranking or ())[:1], list(evaluation.roc or ())[:1]
     tagged = [evaluation.multilabel.scores] if evaluation.multilabel else []
     posed = list(evaluation.keypoints or ())[:1]
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed
+    others = [head.scores for head in evaluation.heads[1:]]
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed + others
                + ([evaluation.scores] if evaluation.scores else [])
                + ([evaluation.label] if evaluation.label_computed else []))
     tags = MultiLabelTally(evaluation.multilabel) if tagged else None
@@ -51,6 +53,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     poses = KeypointTally(evaluation.keypoints, evaluation.pck_at) if posed else None
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
     tally, count = ScoreTally(evaluation.topk, evaluation.miou, evaluation.f1), 0
+    heads, others_at = HeadTally(evaluation.heads), tags_at + len(tagged) + len(posed)
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts, evaluation.program):
@@ -80,6 +83,10 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             if evaluation.scores:
                 scores, labels = values[-2:] if evaluation.label_computed else (values[-1], batch[evaluation.label])
                 tally.add(*_scored(scores, labels, batch, evaluation, data.source))
+                if evaluation.heads:
+                    with naming(data, f"evaluation batch {index + 1}"):
+                        heads.add([scores, *values[others_at:others_at + len(others)]],
+                                  [batch[head.label] for head in evaluation.heads])
             count += size
     means = {name: total / count for name, total in totals.items()}
     means.update(at_set_means(executor, scope, evaluation.derived, means) if count else {})
@@ -89,7 +96,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    return {**results, **(tally.results() if evaluation.scores else {}), **(retrieval.results() if towers else {}),
+    return {**results, **(tally.results() if evaluation.scores else {}), **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
             **(tags.results() if tags else {}), **(poses.results() if poses else {})}
 

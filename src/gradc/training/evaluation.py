@@ -33,6 +33,7 @@ from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .history import default_fetch
+from .heads import Head, loss_heads, named_heads, paired
 from .keypoints import check_keypoints, parse_keypoints, pcks
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
@@ -104,7 +105,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
               *([result.label] if result.label_computed else []), *(ranking or ())[:1],
               *(roc or ())[:1], *(keypoints or ())[:1],
-              *([result.multilabel.scores] if result.multilabel else [])]
+              *([result.multilabel.scores] if result.multilabel else []), *(head.scores for head in result.heads)]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
@@ -177,11 +178,18 @@ def named_losses(program: Program, loss: str | Sequence[str] | None, fetch: Sequ
 
 
 def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
+    if pairs := paired(label):   # an inference model's outputs, each with its labels
+        heads = named_heads(forward, names, pairs)
+        result.scores, result.label, result.axis = heads[0].scores, heads[0].label, None
+        result.heads = heads if len(heads) > 1 else []
+        return
     direct = _computing(forward, result.losses)   # MAML's query classifier before its support one
     for found in sorted(classifiers(forward), key=lambda found: found.index not in direct):
         if found.label in names and (label is None or label == found.label):
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
             result.ignore_index = found.ignore_index
+            others = loss_heads(forward, names, found.label) if label is None else []
+            result.heads = [Head(found.scores, found.label, found.axis, found.ignore_index), *others] if others else []
             return
     if label is None:   # labels the program computes from the data: a captioner's next tokens, caption[:, 1:]
         derived = computed_from_data(forward.global_block)
@@ -199,6 +207,10 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         label = unread[0] if len(unread) == 1 else None
     elif label not in names:
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
+    if len(scores) > 1 and (given is not None or not result.scalars):   # which output is whose: the user's to say
+        pairs = ",".join(f"{name}=LABEL" for name in scores)
+        raise GradcError(f"evaluation: the model has several outputs of class scores ({', '.join(scores)}): pair each "
+                         f"with the data's array of its labels, --label {pairs}")
     if len(scores) == 1 and label is not None:
         result.scores, result.label, result.axis = scores[0], label, None
     elif len(scores) == 1 and not result.scalars:   # nothing else to report: say what the data lacks
@@ -239,7 +251,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
-    scalar by name. ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
+    scalar by name; with several heads (hard-label losses against several of the data's arrays, or ``label`` pairing
+    outputs "SCORES=LABEL,SCORES=LABEL"), "acc_LABEL" of each and "acc_all", all right (heads.py). ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
     from the confusion matrix of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1"
     from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
