@@ -62,6 +62,13 @@ def head_key(head: Head) -> str:
     return f"acc_{head.label}"
 
 
+def loss_head_names(program) -> list[str]:
+    """The names the heads of the program's hard-label losses are reported by, when it has several (early stopping
+    may watch them before the data shows which labels it holds)."""
+    labels = list(dict.fromkeys(found.label for found in classifiers(program)))
+    return [*(f"acc_{label}" for label in labels), "acc_all"] if len(labels) > 1 else []
+
+
 class HeadTally:
     """Each head's top-1 hits over its counted labels and, where every head has one label an example, the examples
     whose every counted label is its best-scored class."""
