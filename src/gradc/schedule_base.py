@@ -1,8 +1,10 @@
-"""The base of every learning-rate schedule (gradc.schedules, gradc.schedules_cyclic): a rate per run."""
+"""The base of every learning-rate schedule (gradc.schedules, gradc.schedules_cyclic): a rate per run; and the host
+schedule a program was minimized with, which a Trainer of that program steps unless told another."""
 
 from __future__ import annotations
 
 import math
+from weakref import WeakKeyDictionary
 
 from .errors import GradcError
 
@@ -27,3 +29,16 @@ def rate_at(schedule, step: int) -> float:
         raise GradcError(f"the learning-rate schedule gives {rate} at step {step}: not a finite float32 number (the "
                          f"learning rate of Paddle's programs): check its gamma, factor or values")
     return rate
+
+
+# a program in memory -> the schedule its optimizer was given, whose step-0 rate alone the program holds
+_MINIMIZED_WITH: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def remember_schedule(program, schedule: Schedule) -> None:
+    _MINIMIZED_WITH[program] = schedule
+
+
+def minimized_with(program) -> Schedule | None:
+    """The host schedule ``program`` was minimized with (Paddle's optimizer holds its LRScheduler), if any."""
+    return _MINIMIZED_WITH.get(program)

@@ -22,6 +22,7 @@ from ..errors import GradcError
 from ..gcpause import gc_paused
 from ..ir import Program, VarType, roles
 from ..rnn_flat import flat_buffers
+from ..schedule_base import remember_schedule
 from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
@@ -179,6 +180,8 @@ class Optimizer:
                                   VarType.FP64 if wide else VarType.FP32, rate, stop_gradient=True)
         if isinstance(self.learning_rate, ProgramSchedule):   # the rate computed by ops of the program
             self.learning_rate.append(emit, lr)
+        elif isinstance(self.learning_rate, Schedule) and not isinstance(rate, ProgramRate):
+            remember_schedule(program, self.learning_rate)   # written by the host: a Trainer steps it
         accs = {p: self._accumulators(emit, p) for p in params}
         self.append_updates(emit, pairs, lr, attrs, accs)
         self.finish(emit, pairs, accs)

@@ -30,6 +30,7 @@ from ..executor.feeding import fetch_names
 from ..io import load
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
+from ..schedule_base import minimized_with
 from .best import EarlyStopping
 from .checkpoint import checkpoint_directory, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
@@ -83,7 +84,8 @@ class Trainer:
         self.overflow_flag = overflow_flag(self.program) if log_grad_norms else []
         self.grad_norms: dict[str, float] = {}   # the last step's, by parameter
         self.step_parts: list[float] = []        # the last step's values of history.parts
-        self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
+        self.schedule = (schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
+                         or (minimized_with(self.program) if lr_var is None else None))   # the optimizer's
         schedules_plateau.check_watched(self.schedule, self.fetch)
         self.lr_var, self.lr_per_epoch = lr_var, lr_per_epoch   # per epoch: the scheduler stepped after each
         self.epoch = self.batch = self.step = 0
