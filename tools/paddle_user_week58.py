@@ -15,7 +15,8 @@ type 0 for the question and its separator, 1 for the context, the answer a span 
 
 Each model's folder: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz,
 trained.npz, data.npz (ids, types, start, end), losses and the learning rates in meta.json; outputs.npz: the start and
-end logits of the first batch on the trained weights, and the best span of each (start <= end, within the context).
+end logits of the first batch on the trained weights, the best span of each (start <= end, within the context),
+and the logits of all 48 examples (all_start, all_end).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week58.py tests/data/paddle/user_week58
 """
@@ -137,8 +138,9 @@ def train_model(out: Path, name: str, exe, arrays: dict, teacher_weights: dict |
         np.savez(folder / "trained.npz", **trained)
         first = {key: value[:BATCH] for key, value in arrays.items()}
         starts, ends = exe.run(forward, feed=first, fetch_list=[start_logits.name, end_logits.name])
+        every = exe.run(forward, feed=arrays, fetch_list=[start_logits.name, end_logits.name])
     np.savez(folder / "outputs.npz", start_logits=starts, end_logits=ends,
-             spans=best_spans(starts, ends, first["types"]))
+             spans=best_spans(starts, ends, first["types"]), all_start=every[0], all_end=every[1])
     np.savez_compressed(folder / "data.npz", **arrays)
     write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     meta = {"loss": loss.name, "start_logits": start_logits.name, "end_logits": end_logits.name, "losses": losses,
