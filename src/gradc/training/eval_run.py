@@ -96,7 +96,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     results = {"examples": count, **{name: means[name] for name in evaluation.scalars}}
     results.update({name: last[name] for name in whole_set if name in last})   # the set's AUC, not a running mean
     results.update(set_ratios(ratios, chunks) if count else {})   # the set's chunk F1, not a mean of the batches'
-    return {**results, **(tally.results() if evaluation.scores else {}), **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
+    return {**results, **(tally.results() if evaluation.scores else {}),
+            **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
             **(tags.results() if tags else {}), **(poses.results() if poses else {})}
 

@@ -32,8 +32,8 @@ from ..pairing import BACKWARD, op_kinds
 from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
-from .history import default_fetch
 from .heads import Head, loss_heads, named_heads, paired
+from .history import default_fetch
 from .keypoints import check_keypoints, parse_keypoints, pcks
 from .labels import classifiers
 from .multilabel import at_threshold, find_multilabel
@@ -252,9 +252,9 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     sum of their means, "loss_var" None, "loss_vars" the names); the top-k accuracy ("acc" for k=1 alone, else
     "acc_top1", "acc_top5", ...) where scores and labels allow it; the mean of each loss and of each ``fetch``ed
     scalar by name; with several heads (hard-label losses against several of the data's arrays, or ``label`` pairing
-    outputs "SCORES=LABEL,SCORES=LABEL"), "acc_LABEL" of each and "acc_all", all right (heads.py). ``miou``: "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted)
-    from the confusion matrix of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1"
-    from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
+    outputs "SCORES=LABEL,SCORES=LABEL"), "acc_LABEL" of each and "acc_all", all right (heads.py). ``miou``:
+    "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted) from the confusion matrix
+    of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1" from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
     and "average_precision" of a score an example over the whole set (roc.py); ``keypoints``
