@@ -254,7 +254,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     scalar by name; with several heads (hard-label losses against several of the data's arrays, or ``label`` pairing
     outputs "SCORES=LABEL,SCORES=LABEL"), "acc_LABEL" of each and "acc_all", all right (heads.py). ``miou``:
     "miou" and "class_iou" (each class's IoU, None for one neither labelled nor predicted) from the confusion matrix
-    of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1" from it. ``recall`` ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
+    of the whole set; ``f1``: "macro_precision", "macro_recall", "macro_f1" and "class_f1" from it. ``recall``
+    ("QUERY,GALLERY"): "recall@K" for each k of ``topk``
     instead of the accuracy; ``ranking`` ("SCORES,RELEVANCE[,QUERY]"): "ndcg@K" and "hit@K" for each k, "mrr" and
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
     and "average_precision" of a score an example over the whole set (roc.py); ``keypoints``
