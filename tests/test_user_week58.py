@@ -88,6 +88,19 @@ def test_paddles_own_programs_train_to_its_losses(files, model):
 
 
 @pytest.mark.parametrize("model", MODELS)
+def test_paddles_pir_programs_train_to_its_pir_losses(files, model):
+    """Paddle's PIR minimize() programs from the same initial values: its 6 PIR losses, the teacher's those of
+    legacy mode; the distillation's negative, as Paddle's: PIR's F.kl_div(reduction='batchmean') divides by the
+    batch's static size, -1 (no fault of gradc's)."""
+    pir = json.loads((WEEK / "pir_losses.json").read_text())[model]
+    run = train_steps(files / f"{model}_pir_train.json", files / f"{model}_pir_startup.json",
+                      files / model / "data.npz", 8, "--params", files / model / "init.npz", "--fetch", "loss",
+                      *SCHEDULES["host"][1])
+    np.testing.assert_allclose(step_losses(run), pir, rtol=1e-6)
+    assert (model == "teacher") == np.allclose(pir, META[model]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", MODELS)
 def test_check_agrees_with_central_differences(files, model):
     """gradc check on Paddle's trained weights and the first batch: every trained parameter's gradient agrees with
     float64 central differences, through the attention mask, the KL at T = 2 and the hint (no fault)."""

@@ -16,7 +16,9 @@ type 0 for the question and its separator, 1 for the context, the answer a span 
 Each model's folder: forward.pb (main.clone() before minimize), train.pb (Paddle's own), startup.pb, init.npz,
 trained.npz, data.npz (ids, types, start, end), losses and the learning rates in meta.json; outputs.npz: the start and
 end logits of the first batch on the trained weights, the best span of each (start <= end, within the context),
-and the logits of all 48 examples (all_start, all_end).
+and the logits of all 48 examples (all_start, all_end). PIR half: each model built and minimized again in PIR static
+mode, NAME_pir_train.json / NAME_pir_startup.json, its losses from the same initial values in pir_losses.json (the
+distillation's negative: PIR's F.kl_div(reduction='batchmean') divides the sum by the batch's static size, -1).
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week58.py tests/data/paddle/user_week58
 """
@@ -28,7 +30,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, minimized, write_programs_gz
+from paddle_programs import legacy_persistables, minimized, pir_half, script_main, write_pir_gz, write_programs_gz
 
 VOCAB, WIDTH, STEPS, BATCH, TEMPERATURE = 30, 12, 6, 8, 2.0
 TEACHER, STUDENT = (16, 2, 32, 2), (8, 2, 16, 1)   # width, heads, feed-forward, layers
@@ -159,7 +161,45 @@ def main(out: Path) -> None:
     meta["teacher"], trained = train_model(out, "teacher", exe, arrays, None)
     meta["distill"], _ = train_model(out, "distill", exe, arrays, trained)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    pir_half(__file__, out)
+
+
+def pir_training(out: Path, name: str) -> list[float]:
+    """The model built and minimized in PIR static mode (the teacher's weights those the legacy run trained):
+    NAME_pir_train.json (the loss fetched as "loss") / NAME_pir_startup.json, its losses on the legacy run's batches
+    from its initial values, the legacy run's NAME/init.npz (asserted)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        main.random_seed = startup.random_seed = 58
+        loss = (teacher if name == "teacher" else distill)()[0]
+        optimizer = adamw()
+        optimizer.minimize(loss)
+        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
+    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
+        write_pir_gz(program, out / f"{stem}.json")
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    arrays, losses = dict(np.load(out / name / "data.npz")), []
+    teacher_weights = dict(np.load(out / "teacher" / "trained.npz")) if name == "distill" else {}
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+        for key in set(names) & set(teacher_weights):
+            scope.var(key).get_tensor().set(teacher_weights[key], paddle.CPUPlace())
+        start = dict(np.load(out / name / "init.npz"))
+        assert all(np.array_equal(np.array(scope.var(key).get_tensor()), start[key]) for key in set(names) & set(start))
+        for step in range(STEPS):
+            feed = {key: value[step * BATCH:(step + 1) * BATCH] for key, value in arrays.items()}
+            losses.append(float(exe.run(main, feed=feed, fetch_list=[loss])[0]))
+            optimizer._learning_rate.step()
+    return losses
+
+
+def main_pir(out: Path) -> None:
+    """Both models trained in PIR static mode on the legacy run's batches: pir_losses.json."""
+    paddle.enable_static()
+    losses = {name: pir_training(out, name) for name in ("teacher", "distill")}
+    (out / "pir_losses.json").write_text(json.dumps(losses, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    main(Path(__import__("sys").argv[1]))
+    script_main(main, main_pir)
