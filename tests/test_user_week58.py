@@ -61,7 +61,7 @@ def test_each_model_trains_to_paddles_losses(files, tmp_path, model, schedule):
     """gradc compile --optimizer adamw (decay off for biases and norms) with the warmup and linear decay written as
     ops of the program, or as Paddle's LinearWarmup(PolynomialDecay) stepped by the host, trained from Paddle's
     initial weights: its 6 losses (teacher 2.506 ... 1.505, student 3.232 ... 1.701) to 1e-6 and its weights to
-    2e-6; the teacher inside the distillation program, under stop_gradient, is not trained (no fault)."""
+    5e-7 (measured 2.4e-7) but the biases of rounding-only gradient; the teacher inside the distillation program, under stop_gradient, is not trained (no fault)."""
     folder = files / model
     program, startup = _compiled(folder, tmp_path, schedule)
     run = train_steps(program, startup, folder / "data.npz", 8, "--params", folder / "init.npz", "--save-params",
@@ -71,7 +71,7 @@ def test_each_model_trains_to_paddles_losses(files, tmp_path, model, schedule):
     rounding = _rounding_only(folder)
     assert len(rounding) <= 4 and all(name.endswith(".b_0") for name in rounding)
     for name in set(paddle.files) - rounding:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=2e-6, err_msg=name)
+        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=5e-7, err_msg=name)
     if model == "distill":
         for name in np.load(files / "teacher" / "trained.npz").files:
             np.testing.assert_array_equal(ours[name], before[name], err_msg=name)
