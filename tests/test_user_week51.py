@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from fixtures import DATA, step_losses, unpacked
-from user_weeks import assert_weights_like_paddles, save_first
+from fixtures import DATA, step_losses
+from user_weeks import assert_weights_like_paddles, unpacked_with_firsts
 
 WEEK = DATA / "user_week51"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -32,10 +32,7 @@ LOSS_RTOL, WEIGHTS_ATOL = {"dense": 3e-4}, {"dense": 5e-3}
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model; each model's first batch."""
-    out = unpacked(WEEK, tmp_path_factory.mktemp("week51"), MODELS)
-    for model in MODELS:
-        save_first(out / model, 8)
-    return out
+    return unpacked_with_firsts(WEEK, tmp_path_factory.mktemp("week51"), MODELS, 8)
 
 
 def _fixed(folder, model):

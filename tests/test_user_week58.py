@@ -13,9 +13,9 @@ import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
-from fixtures import DATA, step_losses, unpacked
+from fixtures import DATA, step_losses
 from gradc import optimizers, schedules
-from user_weeks import save_first, train_steps
+from user_weeks import train_steps, unpacked_with_firsts
 
 WEEK = DATA / "user_week58"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -30,10 +30,7 @@ SCHEDULES = {"ops": (("--lr-schedule", "linear", "--warmup-steps", 2, "--decay-s
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The week's files unpacked, a folder a model, with its first batch (first.npz)."""
-    out = unpacked(WEEK, tmp_path_factory.mktemp("week58"), MODELS)
-    for model in MODELS:
-        save_first(out / model, 8)
-    return out
+    return unpacked_with_firsts(WEEK, tmp_path_factory.mktemp("week58"), MODELS, 8)
 
 
 def _compiled(folder, tmp_path, schedule="ops"):
@@ -61,7 +58,8 @@ def test_each_model_trains_to_paddles_losses(files, tmp_path, model, schedule):
     """gradc compile --optimizer adamw (decay off for biases and norms) with the warmup and linear decay written as
     ops of the program, or as Paddle's LinearWarmup(PolynomialDecay) stepped by the host, trained from Paddle's
     initial weights: its 6 losses (teacher 2.506 ... 1.505, student 3.232 ... 1.701) to 1e-6 and its weights to
-    5e-7 (measured 2.4e-7) but the biases of rounding-only gradient; the teacher inside the distillation program, under stop_gradient, is not trained (no fault)."""
+    5e-7 (measured 2.4e-7) but the biases of rounding-only gradient; the teacher inside the distillation program,
+    under stop_gradient, is not trained (no fault)."""
     folder = files / model
     program, startup = _compiled(folder, tmp_path, schedule)
     run = train_steps(program, startup, folder / "data.npz", 8, "--params", folder / "init.npz", "--save-params",

@@ -9,12 +9,22 @@ from pathlib import Path
 import numpy as np
 
 from cli_inprocess import gradc_cli
+from fixtures import unpacked
 
 
 def save_first(folder: Path, count: int) -> None:
     """folder/first.npz: the first ``count`` examples of each array of folder/data.npz (a model's first batch)."""
     data = np.load(folder / "data.npz")
     np.savez(folder / "first.npz", **{name: data[name][:count] for name in data.files})
+
+
+def unpacked_with_firsts(week: Path, out: Path, models: tuple[str, ...], count: int) -> Path:
+    """A week's files unpacked into ``out`` (fixtures.unpacked), each model's folder with its first batch of
+    ``count`` examples (save_first)."""
+    unpacked(week, out, models)
+    for model in models:
+        save_first(out / model, count)
+    return out
 
 
 def save_corner_feeds(out: Path, corners: dict[str, str], weights: str = "w") -> None:

@@ -30,7 +30,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, minimized, pir_half, script_main, write_pir_gz, write_programs_gz
+from paddle_programs import legacy_persistables, minimized, pir_half, pir_minimized, script_main, write_programs_gz
 
 VOCAB, WIDTH, STEPS, BATCH, TEMPERATURE = 30, 12, 6, 8, 2.0
 TEACHER, STUDENT = (16, 2, 32, 2), (8, 2, 16, 1)   # width, heads, feed-forward, layers
@@ -168,15 +168,8 @@ def pir_training(out: Path, name: str) -> list[float]:
     """The model built and minimized in PIR static mode (the teacher's weights those the legacy run trained):
     NAME_pir_train.json (the loss fetched as "loss") / NAME_pir_startup.json, its losses on the legacy run's batches
     from its initial values, the legacy run's NAME/init.npz (asserted)."""
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-        main.random_seed = startup.random_seed = 58
-        loss = (teacher if name == "teacher" else distill)()[0]
-        optimizer = adamw()
-        optimizer.minimize(loss)
-        paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
-    for program, stem in ((main, f"{name}_pir_train"), (startup, f"{name}_pir_startup")):
-        write_pir_gz(program, out / f"{stem}.json")
+    build = teacher if name == "teacher" else distill
+    main, startup, loss, optimizer = pir_minimized(out, f"{name}_", lambda: build()[0], adamw, 58)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
     arrays, losses = dict(np.load(out / name / "data.npz")), []
     teacher_weights = dict(np.load(out / "teacher" / "trained.npz")) if name == "distill" else {}
