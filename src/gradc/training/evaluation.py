@@ -32,7 +32,7 @@ from ..pairing import BACKWARD, op_kinds
 from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
-from .heads import Head, loss_heads, named_heads, paired
+from .heads import Head, loss_heads, named_heads, paired, pairing, pairing_hint, score_outputs
 from .history import default_fetch
 from .keypoints import check_keypoints, parse_keypoints, pcks
 from .labels import classifiers
@@ -109,7 +109,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
-                         f"the labels (--label NAME){_keypoints_hint(forward, names)}")
+                         f"the labels (--label NAME){_keypoints_hint(forward, names) or pairing_hint(block)}")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
@@ -200,17 +200,14 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
                 result.ignore_index, result.label_computed = found.ignore_index, True
                 return
     block, given = forward.global_block, label
-    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
-    scores = [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
+    scores = score_outputs(block)
     if label is None:
         unread = [name for name in names if block.find_var(name) is None]
         label = unread[0] if len(unread) == 1 else None
     elif label not in names:
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
-    if len(scores) > 1 and (given is not None or not result.scalars):   # which output is whose: the user's to say
-        pairs = ",".join(f"{name}=LABEL" for name in scores)
-        raise GradcError(f"evaluation: the model has several outputs of class scores ({', '.join(scores)}): pair each "
-                         f"with the data's array of its labels, --label {pairs}")
+    if len(scores) > 1 and given is not None:   # which output is whose: the user's to say
+        raise GradcError(f"evaluation: {pairing(scores)}")
     if len(scores) == 1 and label is not None:
         result.scores, result.label, result.axis = scores[0], label, None
     elif len(scores) == 1 and not result.scalars:   # nothing else to report: say what the data lacks

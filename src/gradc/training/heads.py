@@ -34,6 +34,24 @@ def paired(label: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
+def score_outputs(block) -> list[str]:
+    """The fetch targets of rank 2 or more: an inference model's outputs that may be class scores."""
+    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    return [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
+
+
+def pairing(scores: Sequence[str]) -> str:
+    """What to give for several outputs of class scores: each paired with the data's array of its labels."""
+    return (f"the model has several outputs of class scores ({', '.join(scores)}): pair each with the data's array "
+            f"of its labels, --label {','.join(f'{name}=LABEL' for name in scores)}")
+
+
+def pairing_hint(block) -> str:
+    """The pairing to give, after a refusal that found no class scores, where several outputs may be them."""
+    scores = score_outputs(block)
+    return f"; {pairing(scores)}" if len(scores) > 1 else ""
+
+
 def named_heads(forward, names: Sequence[str], pairs: list[tuple[str, str]]) -> list[Head]:
     """The heads the user paired, each output computed by the program and each labels' array in the data."""
     block = forward.global_block
