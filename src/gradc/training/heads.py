@@ -80,11 +80,12 @@ def head_key(head: Head) -> str:
     return f"acc_{head.label}"
 
 
-def loss_head_names(program) -> list[str]:
-    """The names the heads of the program's hard-label losses are reported by, when it has several (early stopping
-    may watch them before the data shows which labels it holds)."""
-    labels = list(dict.fromkeys(found.label for found in classifiers(program)))
-    return [*(f"acc_{label}" for label in labels), "acc_all"] if len(labels) > 1 else []
+def with_loss_head_names(program, names: list[str]) -> list[str]:
+    """The evaluation's ``names`` and, where it reports an accuracy and the program has several hard-label losses,
+    the names their heads are reported by (early stopping may watch them before the data shows which labels it
+    holds)."""
+    labels = list(dict.fromkeys(found.label for found in classifiers(program))) if "acc" in names else []
+    return names + ([*(f"acc_{label}" for label in labels), "acc_all"] if len(labels) > 1 else [])
 
 
 class HeadTally:

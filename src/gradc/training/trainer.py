@@ -38,7 +38,7 @@ from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .evaluation import trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
-from .heads import loss_head_names
+from .heads import with_loss_head_names
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
 from .lbfgs import LBFGS, program_objective
@@ -167,11 +167,6 @@ class Trainer:
             self._labels_fitted[key] = data
         return self._eval_plans[key]
 
-    def _metric_names(self) -> list[str]:
-        """The evaluation's names, with each head's accuracy where it reports the accuracy of several."""
-        names = self.metrics.names()
-        return names + (loss_head_names(self.program) if "acc" in names else [])
-
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int | None = None, batch_size: int = 32, shuffle: bool = False,
             drop_last: bool = False, steps: int | None = None, eval_data=None, checkpoint_dir=None,
@@ -188,8 +183,8 @@ class Trainer:
                              "data (--eval) and the loss")
         self.metrics = metrics or EvalMetrics()
         self.early_stopping = early = None if early_stop is None else EarlyStopping(
-            self.program, monitor or self.fetch[0], early_stop, self.fetch, self._metric_names(),
-            self.metrics.lower_names())
+            self.program, monitor or self.fetch[0], early_stop, self.fetch,
+            with_loss_head_names(self.program, self.metrics.names()), self.metrics.lower_names())
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
             eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program), self.metrics.kept())
