@@ -154,7 +154,6 @@ def main(out: Path) -> None:
     import paddle_legacy_shim
     paddle_legacy_shim.install()
     paddle.enable_static()
-    out.mkdir(parents=True, exist_ok=True)
     exe = paddle.static.Executor(paddle.CPUPlace())
     arrays = data(STEPS * BATCH)
     meta, trained = {}, {}
