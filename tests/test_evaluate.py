@@ -153,6 +153,17 @@ def test_bad_labels_and_missing_values_are_refused_in_one_line(trained, tmp_path
     assert usage.returncode == 2 and "'--topk': '0': each k is 1 or more" in usage.stderr
 
 
+def test_a_misspelt_fetch_is_a_usage_error_naming_the_var_meant(trained):
+    """A --fetch naming no var of the program was dropped in silence: the loss and accuracy printed without it."""
+    directory, _ = trained
+    done = gradc_cli("evaluate", directory / "train.pb", "--params", directory / "trained.npz", "--data",
+                     directory / "test.npz", "--fetch", ACC + "2")
+    assert done.returncode == 2 and "Traceback" not in done.stderr and not done.stdout, done.stderr
+    assert f"--fetch '{ACC}2': not a var of the program (did you mean '{ACC}'?)" in done.stderr
+    with pytest.raises(gradc.errors.GradcError, match=f"--fetch '{ACC}2': not a var"):
+        gradc.evaluate(directory / "train.pb", digits(10, "test"), directory / "trained.npz", fetch=[ACC + "2"])
+
+
 def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_as_unfed():
     """--ranking on data without the loss's target 't', which an op after the loss scales in place (t.scale_()): that
     later op was counted as computing 't', so the loss was kept and the evaluation failed "the fetches need 't'";

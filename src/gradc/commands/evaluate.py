@@ -14,6 +14,7 @@ from ..errors import GradcNotice
 from ..io import load
 from ..io.arrays import read_npz
 from ..training import Dataset
+from ..training.eval_plan import UnknownFetchError
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
 from ..training.multilabel import ThresholdError
@@ -74,7 +75,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                                    ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
                                    test_mode=not train_mode, ranking=ranking, roc=roc, threshold=threshold,
                                    keypoints=keypoints, pck=pck)
-    except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
+    except (ThresholdError, UnknownFetchError) as exc:   # a value given does not fit the model: a usage error
         raise click.UsageError(str(exc)) from None
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)

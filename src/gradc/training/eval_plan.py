@@ -4,11 +4,12 @@ its scalars (``EvalMetrics``), which ``gradc evaluate`` and the trainer's evalua
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, closest
 from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .data import Dataset, OneBatch
@@ -21,6 +22,23 @@ from .ranking import item_ids, ranking_keys
 from .retrieval import recall_key
 from .roc import ROC_KEYS
 from .set_metrics import loss_lengths
+
+
+class UnknownFetchError(GradcError):
+    """A fetched name that is no var of the program: a slip in what was asked, not a fault of the program."""
+
+
+def check_fetch_names(program: Program, fetch: Sequence[str]) -> None:
+    """Each of ``fetch`` is a var of ``program`` (declared in a block, or written by an op): one that is not is
+    refused, with the name it is likeliest a slip for (the plan kept only what the forward part computes, so a
+    misspelt name was dropped in silence)."""
+    known = {name for block in program.blocks for name in block.vars}
+    known |= {name for block in program.blocks for op in block.ops for name in op.output_names()}
+    for name in fetch:
+        if name not in known:
+            close = closest(name, known)
+            raise UnknownFetchError(f"--fetch '{name}': not a var of the program"
+                                    + (f" (did you mean '{close}'?)" if close else ""))
 
 
 @dataclass

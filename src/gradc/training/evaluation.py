@@ -30,7 +30,7 @@ from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
 from .data import Dataset, OneBatch, as_data, check_fits
-from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
+from .eval_plan import EvalMetrics, EvalPlan, check_fetch_names, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .heads import Head, loss_heads, named_heads, paired, pairing, pairing_hint, score_outputs
 from .history import default_fetch
@@ -269,6 +269,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     from .params import read_files, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
     program = program if isinstance(program, Program) else load(program)
+    check_fetch_names(program, fetch or ())
     scope, executor = Scope() if scope is None else scope, executor or Executor()
     if seed is not None:
         randomness.seed(seed)
