@@ -164,6 +164,34 @@ def test_a_misspelt_fetch_is_a_usage_error_naming_the_var_meant(trained):
         gradc.evaluate(directory / "train.pb", digits(10, "test"), directory / "trained.npz", fetch=[ACC + "2"])
 
 
+def test_train_eval_keeps_the_mask_array_the_program_does_not_read(trained, tmp_path):
+    """train --eval --mask M: M, no var of the program, was left out as unread and then refused as missing ('the data
+    has no such array (it holds img, label)'), where evaluate --mask M scored with it."""
+    directory, _ = trained
+    arrays = digits(100, "test")
+    counted = np.ones_like(arrays["label"])
+    counted[:50] = 0
+    np.savez(tmp_path / "masked.npz", counted=counted, **arrays)
+    done = gradc_cli("train", directory / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                     directory / "train.startup.pb", "--data", directory / "train.npz", "--eval",
+                     tmp_path / "masked.npz", "--mask", "counted", "--topk", "1", "--save-params",
+                     tmp_path / "trained.npz")
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("epoch 1/1: train"))
+    printed = float(line.split(" acc=")[1].split()[0])
+    masked = evaluate_json(directory / "train.pb", "--params", tmp_path / "trained.npz", "--data",
+                           tmp_path / "masked.npz", "--mask", "counted")
+    np.savez(tmp_path / "counted.npz", **{name: value[50:] for name, value in arrays.items()})
+    counted_only = evaluate_json(directory / "train.pb", "--params", tmp_path / "trained.npz", "--data",
+                                 tmp_path / "counted.npz")
+    assert printed == float(f"{masked['acc']:.6g}") and masked["acc"] == counted_only["acc"]
+    misspelt = gradc_cli("train", directory / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                         directory / "train.startup.pb", "--data", directory / "train.npz", "--eval",
+                         tmp_path / "masked.npz", "--mask", "countd", "--topk", "1")
+    assert_clean_failure(misspelt, "--mask countd: the data has no such array (it holds counted, img, label; did "
+                                   "you mean 'counted'?)")
+
+
 def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_as_unfed():
     """--ranking on data without the loss's target 't', which an op after the loss scales in place (t.scale_()): that
     later op was counted as computing 't', so the loss was kept and the evaluation failed "the fetches need 't'";

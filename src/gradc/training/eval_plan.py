@@ -89,11 +89,29 @@ class EvalMetrics:
     pck: list[PCK | float] = field(default_factory=list)   # PCK's distances (1 when none is)
     threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
 
-    def kept(self) -> list[str]:
-        """The data's arrays the metrics read whether or not the program does (a ranker's relevance and query ids,
-        a detector's labels)."""
+    def named_arrays(self) -> list[tuple[str, str]]:
+        """(option, array) for each of the data's arrays the metrics read whether or not the program does (a
+        ranker's relevance and query ids, a detector's labels, the --label and --mask named)."""
         sizes = [pck.size for pck in pcks(self.pck) if pck.size] if self.keypoints else []
-        return list((self.ranking or ())[1:]) + list((self.roc or ())[1:]) + list((self.keypoints or ())[1:]) + sizes
+        return ([("--ranking", name) for name in (self.ranking or ())[1:]]
+                + [("--roc", name) for name in (self.roc or ())[1:]]
+                + [("--keypoints", name) for name in (self.keypoints or ())[1:]] + [("--pck", name) for name in sizes]
+                + [(option, name) for option, name in (("--label", self.label), ("--mask", self.mask)) if name])
+
+    def kept(self) -> list[str]:
+        """The data's arrays the metrics read whether or not the program does: kept where unread arrays are left out
+        (--label and --mask were, and then said to be missing)."""
+        return [name for _, name in self.named_arrays()]
+
+    def check_arrays(self, data: Dataset | OneBatch) -> None:
+        """Refuse, naming every array the data holds, an array the metrics name that it does not hold: said before
+        the unread arrays are left out, which would leave the one meant out of the list."""
+        held = data_arrays(data)
+        for option, name in self.named_arrays():
+            if name not in held:
+                close = closest(name, held)
+                raise GradcError(f"{data.source}: {option} {name}: the data has no such array (it holds "
+                                 f"{', '.join(held)}{f'; did you mean {close!r}?' if close else ''})")
 
     def lower_names(self) -> list[str]:
         """Those of its names lower is better of: a pose model's mean keypoint error."""

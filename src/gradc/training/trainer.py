@@ -139,7 +139,7 @@ class Trainer:
 
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
-        data = without_unread(self.program, as_data(data, "eval data", self.program), self.metrics.kept())
+        data = self._eval_data(data)
         evaluation = self._eval_plan(data)
         self._reseed(EVAL, self.epoch)
         return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
@@ -156,6 +156,12 @@ class Trainer:
                 raise GradcError(f"{eval_data.source}: early stopping watches '{watched}', which needs "
                                  f"'{plan.unfed[watched]}', not in the eval data: watch a metric of the evaluation "
                                  f"(--monitor {self.metrics.names()[0]})")
+
+    def _eval_data(self, data) -> Dataset | OneBatch:
+        """``data`` to evaluate, without the arrays neither the program nor the metrics read."""
+        data = as_data(data, "eval data", self.program)
+        self.metrics.check_arrays(data)
+        return without_unread(self.program, data, self.metrics.kept())
 
     def _eval_plan(self, data: Dataset | OneBatch, fitted: bool = True) -> EvalPlan:
         """``data``'s evaluation plan, fitted to its labels (fit_labels) once per data set unless not ``fitted``."""
@@ -187,7 +193,7 @@ class Trainer:
             with_loss_head_names(self.program, self.metrics.names()), self.metrics.lower_names())
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
-            eval_data = without_unread(self.program, as_data(eval_data, "eval data", self.program), self.metrics.kept())
+            eval_data = self._eval_data(eval_data)
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {}),
