@@ -224,3 +224,29 @@ def test_a_pck_without_keypoints_is_a_usage_error(files, command, extra):
                     *[files / item if item == "test.npz" else item for item in extra])
     said = "--pck: only with --keypoints"
     assert run.returncode == 2 and said in run.stderr and run.stderr.count("\n") == 1, run.stderr
+
+
+def test_an_eval_set_with_no_visible_keypoint_leaves_the_training_and_its_weights(files, tmp_path):
+    """Every target_weight 0 in the eval set: train --eval --keypoints stopped after the first epoch ('no keypoint is
+    visible'), its trained weights not saved. The metrics are undefined (nan), why said once, and the run saves;
+    evaluate says no keypoint was visible."""
+    folder = files / "simplebaseline"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam",
+                     *COMPILE["simplebaseline"]).returncode == 0
+    test = dict(np.load(files / "test.npz"))
+    test["target_weight"] = np.zeros_like(test["target_weight"])
+    np.savez(tmp_path / "hidden.npz", **test)
+    spec = f"{META['simplebaseline']['output']},keypoints,target_weight"
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", files / "data.npz", "--batch-size", 4, "--epochs", 2, "--eval",
+                    tmp_path / "hidden.npz", "--keypoints", spec, "--pck", 2, "--save-params", tmp_path / "kept.npz",
+                    "--json", *SCHEDULES["simplebaseline"])
+    assert run.returncode == 0 and (tmp_path / "kept.npz").exists(), run.stderr
+    keypoints = test["target_weight"].size
+    said = f"none of its {keypoints} keypoints is visible (> 0 in 'target_weight'): mean_error, pck@2 undefined (nan)"
+    assert run.stderr.count(said) == 1, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert len(epochs) == 2 and all(epoch["mean_error"] == epoch["pck@2"] == "nan" for epoch in epochs)
+    again = gradc_cli("evaluate", tmp_path / "t.pb", "--params", tmp_path / "kept.npz", "--data",
+                      tmp_path / "hidden.npz", "--keypoints", spec, "--pck", 2)
+    assert again.returncode == 0 and said in again.stderr and "mean_error: nan" in again.stdout, again.stderr

@@ -4,7 +4,9 @@ score's ROC AUC and a multi-label loss's F1."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -100,6 +102,19 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
             **(tags.results() if tags else {}), **(poses.results() if poses else {})}
+
+
+@contextmanager
+def said_once(told: set[str]):
+    """The warnings within, each said the first time only (its text added to ``told``): an evaluation after each
+    epoch would repeat why a metric is undefined at every epoch."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        if str(warning.message) not in told:
+            told.add(str(warning.message))
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def _batch_mean(name: str, value, size: int) -> float:

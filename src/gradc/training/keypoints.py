@@ -9,12 +9,13 @@ head segment's length: MPII's PCKh@0.5; its box's size: PCK@0.2)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .metric_inputs import checked_inputs
 
@@ -76,6 +77,7 @@ class KeypointTally:
     def __init__(self, keypoints: tuple[str, ...], thresholds: Sequence):
         self.keypoints, self.thresholds, self.source = keypoints, pcks(thresholds), "data"
         self.distances: list[np.ndarray] = []
+        self.seen = 0   # keypoints of every example, counted or not
         self.sizes: dict[str, list[np.ndarray]] = {pck.size: [] for pck in self.thresholds if pck.size}
 
     def add(self, predicted, batch: Mapping, source: str) -> None:
@@ -91,6 +93,7 @@ class KeypointTally:
                              f"{list(predicted.shape)} and the truth '{self.keypoints[1]}' {list(truth.shape)} differ: "
                              f"give the same shape, an (x, y) a keypoint")
         distances = np.sqrt(np.sum((predicted - truth) ** 2, axis=-1))
+        self.seen += distances.size
         counted = np.ones(distances.size, bool)
         if len(self.keypoints) > 2:
             visible = np.asarray(batch[self.keypoints[2]])
@@ -114,10 +117,16 @@ class KeypointTally:
         return (np.repeat(sizes.reshape(-1), shape[1]) if per_example else sizes).reshape(-1)
 
     def results(self) -> dict[str, float]:
+        """The mean error and each PCK over the counted keypoints; with none counted, each undefined (NaN) and a
+        notice saying why: the evaluation after each epoch of gradc train must not stop the training it reports."""
         distances = np.concatenate(self.distances) if self.distances else np.zeros(0)
         if not distances.size:
-            raise GradcError(f"{self.source}: --keypoints: no keypoint is visible (> 0 in "
-                             f"'{self.keypoints[-1]}'): no error to average")
+            keys = ["mean_error", *(pck.key for pck in self.thresholds)]
+            why = (f"none of its {self.seen:,} keypoints is visible (> 0 in '{self.keypoints[2]}')" if self.seen
+                   else "it has no keypoint to score (no example)")
+            warnings.warn(f"{self.source}: --keypoints: {why}: {', '.join(keys)} undefined (nan)", GradcNotice,
+                          stacklevel=2)
+            return dict.fromkeys(keys, math.nan)
         sizes = {name: np.concatenate(kept) for name, kept in self.sizes.items()}
         return {"mean_error": float(distances.mean()),
                 **{pck.key: float(np.mean(distances <= pck.distance * (sizes[pck.size] if pck.size else 1.0)))

@@ -35,7 +35,7 @@ from .best import EarlyStopping
 from .checkpoint import checkpoint_directory, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read, reported
-from .eval_run import evaluate_plan
+from .eval_run import evaluate_plan, said_once
 from .evaluation import trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .heads import with_loss_head_names
@@ -93,6 +93,7 @@ class Trainer:
         self._eval_plans: dict[tuple, EvalPlan] = {}
         self._labels_fitted: dict[tuple, Dataset | OneBatch] = {}   # by plan: the data it was last fitted to
         self.metrics = EvalMetrics()   # fit's: what an evaluation reports beside the scalars
+        self._told: set[str] = set()   # the evaluation's notices said (not again after each epoch)
         self.early_stopping: EarlyStopping | None = None
         self._settings: dict | None = None   # the last fit's, which a checkpoint records
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
@@ -142,7 +143,8 @@ class Trainer:
         data = self._eval_data(data)
         evaluation = self._eval_plan(data)
         self._reseed(EVAL, self.epoch)
-        return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
+        with said_once(self._told):
+            return reported(evaluate_plan(self.executor, self.scope, evaluation, data, batch_size), evaluation)
 
     def check_data(self, data, eval_data=None, batch_size: int = 32, drop_last: bool = False) -> None:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
