@@ -7,7 +7,7 @@ import pytest
 import gradc
 from fixtures import DATA
 from gradc import registry
-from gradc.ir import OpDesc
+from gradc.ir import AttrType, OpDesc
 from gradc.passes import BackwardPass, Pipeline, VerifyPass
 from gradc.passes import verify as verify_pass
 
@@ -69,3 +69,29 @@ def test_a_copy_of_a_checked_program_is_checked_again():
     copy.global_block.ops[0].inputs["X"] = []   # unannounced, but the copy passed nothing
     with pytest.raises(gradc.ProgramError, match=r"op 0 \(mul\): the required input slot 'X' is empty"):
         gradc.append_backward(copy)
+
+
+def test_a_block_attribute_set_in_place_after_the_load_is_found_by_the_verify_pass():
+    """OpDesc.set_attr edits an op in place: an op knows no program, so the revision stayed and the verify pass
+    skipped the structure load had checked (a sub-block index past the program's blocks went through)."""
+    program = loaded()
+    program.global_block.ops[2].set_attr("sub_block", 5, AttrType.BLOCK)
+    with pytest.raises(gradc.ProgramError, match=r"op 2 \(relu\): attribute 'sub_block' names block 5, but the "
+                                                 r"program has 1 blocks"):
+        VerifyPass()(program)
+
+
+def test_an_attribute_retyped_in_place_after_the_verify_pass_is_found_by_the_backward():
+    program = loaded()
+    VerifyPass()(program)
+    program.global_block.ops[0].set_attr("x_num_col_dims", "one", AttrType.STRING)
+    with pytest.raises(gradc.ProgramError, match=r"op 0 \(mul\): attribute 'x_num_col_dims' is STRING, but op 'mul' "
+                                                 r"defines it as INT"):
+        gradc.append_backward(program)
+
+
+def test_a_read_renamed_in_place_after_the_load_is_found_by_the_verify_pass():
+    program = loaded()
+    program.global_block.ops[2].rename_reads({"fc_0.tmp_1": "fc_0.tmp_1\x00"})
+    with pytest.raises(gradc.ProgramError, match=r"op 2 \(relu\): slot 'X' names 'fc_0.tmp_1\\x00'"):
+        VerifyPass()(program)

@@ -3,15 +3,17 @@ the program passed with no change since: load checks the structure, so the verif
 pass checks every op against its definition, so the backward after it need not.
 
 The state is Program.revision, which the IR's mutators and every editing pass move (code that edits the lists and
-dicts directly calls mark_changed, which the executor's checks rely on too), with each block's counts of ops and
-vars, which also catch ops and vars added or dropped unannounced. A copy of a program (clone, deepcopy, pickle) is
-another program: it passed nothing."""
+dicts directly calls mark_changed, which the executor's checks rely on too), with the count of edits made through
+OpDesc's own mutators (set_attr, rename_reads: an op knows no program, so any op's edit counts) and each block's
+counts of ops and vars, which also catch ops and vars added or dropped unannounced. A copy of a program (clone,
+deepcopy, pickle) is another program: it passed nothing."""
 
 from __future__ import annotations
 
 import weakref
 
 from .ir import Program
+from .ir.descs import op_edits
 
 STRUCTURE = "structure"       # gradc.verify.check_structure
 DEFINITIONS = "definitions"   # every op against its definition: gradc.verify_shapes.check_definitions
@@ -21,7 +23,7 @@ _PASSED: weakref.WeakKeyDictionary[Program, dict[str, tuple]] = weakref.WeakKeyD
 
 
 def _state(program: Program) -> tuple:
-    return program.revision, [(len(block.ops), len(block.vars)) for block in program.blocks]
+    return program.revision, op_edits(), [(len(block.ops), len(block.vars)) for block in program.blocks]
 
 
 def record(program: Program, check: str) -> None:

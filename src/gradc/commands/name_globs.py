@@ -39,6 +39,8 @@ def with_gradients(program: Program, patterns: tuple[str, ...]) -> list[str]:
         raise GradcError(f"--wrt: not declared in block 0: {', '.join(undeclared)}")
     for name in names:
         block.var(name).stop_gradient = False
+    if names:
+        program.mark_changed()
     return names
 
 

@@ -14,6 +14,13 @@ GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR = "@EMPTY@"
 _BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
 VAR_KINDS = frozenset({AttrType.VAR, AttrType.VARS})   # a tensor-valued attribute: the name(s) of its var(s)
+_edits = 0   # edits through OpDesc's mutators after it was made, to ops of any program: op_edits
+
+
+def op_edits() -> int:
+    """How many edits OpDesc.set_attr and rename_reads made to ops already made. An op knows no program, so these do
+    not move Program.revision: what a program's revision keys (gradc.passed_checks) reads this count beside it."""
+    return _edits
 
 
 def grad_name(var: str) -> str:
@@ -88,7 +95,7 @@ class OpDesc:
         # the attributes of wire type VAR/VARS (kept with attr_types: most ops have none, and input_names asks)
         self.var_attrs: tuple[str, ...] = ()
         for name, value in (attrs or {}).items():
-            self.set_attr(name, value, (attr_types or {}).get(name))
+            self._store_attr(name, value, (attr_types or {}).get(name))
 
     def input(self, slot: str) -> list[str]:
         return self.inputs.get(slot, [])
@@ -116,6 +123,8 @@ class OpDesc:
 
     def rename_reads(self, renamed: dict[str, str]) -> None:
         """Rename the vars the op reads, in its inputs and its tensor-valued attributes."""
+        global _edits
+        _edits += 1
         for slot, args in self.inputs.items():
             self.inputs[slot] = [renamed.get(a, a) for a in args]
         for name in self.var_attrs:
@@ -149,6 +158,11 @@ class OpDesc:
     def set_attr(self, name: str, value, type: int | None = None) -> None:
         """Set an attribute; its wire type is kept, given, or inferred from the Python value. A FLOAT attribute
         holds its value's float32, as Paddle's kernels read it."""
+        global _edits
+        _edits += 1
+        self._store_attr(name, value, type)
+
+    def _store_attr(self, name: str, value, type: int | None) -> None:
         if type is None:
             type = self.attr_types.get(name)
         if type is None:

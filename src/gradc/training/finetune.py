@@ -89,6 +89,8 @@ def mark_parameters(block: Block) -> list[str]:
                     marked[name] = var
     for var in marked.values():
         var.is_parameter = True
+    if marked:
+        block.program.mark_changed()
     return sorted(marked)
 
 
