@@ -192,6 +192,32 @@ def test_train_eval_keeps_the_mask_array_the_program_does_not_read(trained, tmp_
                                    "you mean 'counted'?)")
 
 
+def test_an_accuracy_over_no_counted_label_is_undefined_and_early_stopping_does_not_keep_it(trained, tmp_path):
+    """Every label masked out: the accuracy, mIoU and macro F1 were 0 (0 of 0 right), and --json wrote NaN, which
+    strict JSON has no literal for; early stopping on a NaN kept epoch 1's parameters as the best for good (a NaN
+    compares false with every value) and stopped the run. Now: nan with one note, "nan" in JSON, no NaN a best."""
+    directory, _ = trained
+    arrays = digits(100, "test")
+    np.savez(tmp_path / "none.npz", counted=np.zeros_like(arrays["label"]), **arrays)
+    model = (directory / "train.pb", "--params", directory / "trained.npz", "--data", tmp_path / "none.npz",
+             "--mask", "counted")
+    text = gradc_cli("evaluate", *model, "--topk", "1,2", "--miou", "--f1")
+    assert text.returncode == 0, text.stderr
+    for key in ("acc_top1", "acc_top2", "miou", "macro_f1"):
+        assert f"\n{key}: nan\n" in text.stdout
+    assert "no label is counted (each masked out, or its ignore_index): acc_top1, acc_top2, miou" in text.stderr
+    done = gradc_cli("evaluate", *model, "--miou", "--json")
+    assert done.returncode == 0, done.stderr
+    strict = json.loads(done.stdout, parse_constant=lambda literal: pytest.fail(f"{literal} in --json"))
+    assert strict["acc"] == strict["miou"] == "nan" and strict["class_iou"] == [None] * 10
+    run = gradc_cli("train", directory / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                    directory / "train.startup.pb", "--data", directory / "train.npz", "--eval", tmp_path / "none.npz",
+                    "--mask", "counted", "--topk", "1", "--epochs", 3, "--early-stop", 1, "--monitor", "acc")
+    assert run.returncode == 0, run.stderr
+    assert "stopped early" not in run.stdout and "kept the parameters" not in run.stdout
+    assert "done: 3 epochs" in run.stdout and run.stderr.count("no label is counted") == 1, run.stderr
+
+
 def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_as_unfed():
     """--ranking on data without the loss's target 't', which an op after the loss scales in place (t.scale_()): that
     later op was counted as computing 't', so the loss was kept and the evaluation failed "the fetches need 't'";

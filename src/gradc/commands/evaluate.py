@@ -3,7 +3,6 @@ accuracy as Paddle's Model.evaluate reports them; thin over gradc.training.evalu
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import click
@@ -19,6 +18,7 @@ from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
 from ..training.multilabel import ThresholdError
 from .eval_options import check_pck, metric_options
+from .json_output import emit, number
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
 
@@ -81,8 +81,9 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)
     if asked and recall is None and ranking is None and roc is None and keypoints is None and not accuracy:
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
-    if as_json:
-        click.echo(json.dumps(results))
+    if as_json:   # an undefined metric's NaN as "nan": strict JSON has no NaN literal
+        emit({name: [number(item) for item in value] if isinstance(value, list) else number(value)
+              for name, value in results.items()})
         return
     lines = [f"examples: {results['examples']:,}"]
     if "loss" in results:

@@ -4,11 +4,13 @@ best-scored classes, and the confusion matrix of the best-scored class against t
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 
 
 def class_axis(scores: Sequence[int], labels: Sequence[int]) -> int:
@@ -147,4 +149,9 @@ class ScoreTally:
             results["class_iou"] = ious
         if self.f1:
             results.update(class_f1(np.zeros((0, 0)) if self.matrix is None else self.matrix))
+        if not self.counted:   # 0 right of 0 is no accuracy: it was reported as 0
+            undefined = [key for key, value in results.items() if not isinstance(value, list)]
+            warnings.warn(f"no label is counted (each masked out, or its ignore_index): {', '.join(undefined)} "
+                          f"undefined (nan)", GradcNotice, stacklevel=2)
+            results.update(dict.fromkeys(undefined, math.nan))
         return results

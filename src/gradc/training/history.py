@@ -151,8 +151,10 @@ class History:
 
     def best_epoch(self, name: str, higher: bool = False) -> dict | None:
         """The first epoch whose evaluation of ``name`` is the lowest (``higher``: the highest) so far (None before
-        any evaluation)."""
-        evaluated = [record for record in self.epochs if name in (record.get("eval") or {})]
+        any finite one: a NaN, undefined or diverged, is no best, and compares false with every value, so min and max
+        kept a first epoch's NaN as the best for good and early stopping restored its parameters)."""
+        evaluated = [record for record in self.epochs
+                     if name in (record.get("eval") or {}) and np.isfinite(record["eval"][name])]
         choose = max if higher else min
         return choose(evaluated, key=lambda record: record["eval"][name], default=None)
 
