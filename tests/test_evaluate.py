@@ -218,6 +218,20 @@ def test_an_accuracy_over_no_counted_label_is_undefined_and_early_stopping_does_
     assert "done: 3 epochs" in run.stdout and run.stderr.count("no label is counted") == 1, run.stderr
 
 
+def test_nan_class_scores_are_no_right_answer(trained, tmp_path):
+    """A NaN bias makes every score NaN: no class scores above a NaN, so each example counted as right (acc 1.0 beside
+    a NaN loss). Now the accuracy is undefined, with a note naming the rows."""
+    directory, _ = trained
+    values = dict(np.load(directory / "trained.npz"))
+    values["linear_0.b_0"] = np.full_like(values["linear_0.b_0"], np.nan)
+    np.savez(tmp_path / "diverged.npz", **values)
+    done = gradc_cli("evaluate", directory / "train.pb", "--params", tmp_path / "diverged.npz", "--data",
+                     directory / "test.npz", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["acc"] == "nan"
+    assert "the scores of 100 of the 100 counted rows hold NaN: acc undefined (nan)" in done.stderr
+
+
 def test_a_loss_reading_a_target_the_program_updates_in_place_later_is_left_out_as_unfed():
     """--ranking on data without the loss's target 't', which an op after the loss scales in place (t.scale_()): that
     later op was counted as computing 't', so the loss was kept and the evaluation failed "the fetches need 't'";

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradc
-from gradc.errors import GradcError
+from gradc.errors import GradcError, GradcNotice
 from gradc.layers import ProgramBuilder
 from gradc.training.ranking import RankingTally
 
@@ -42,14 +42,17 @@ def test_query_auc_of_a_large_query_fits_in_a_small_memory():
     assert run.returncode == 0 and 0.45 < float(run.stdout) < 0.55, run.stderr[-300:]
 
 
-def test_nan_scores_are_refused():
-    with pytest.raises(GradcError, match="scores 'score' hold NaN: nothing to rank by"):
-        _tally(np.array([0.5, np.nan, 0.1]), np.array([1, 0, 0]), np.zeros(3, int))
+def test_nan_scores_make_every_ranking_metric_undefined():
+    """NaN scores have no place in a ranking: each metric nan with a note (an error stopped train --eval unsaved)."""
+    with pytest.warns(GradcNotice, match="scores 'score' hold 1 NaN: nothing to rank by: NDCG, MRR and the AUC are "
+                                         "undefined"):
+        results = _tally(np.array([0.5, np.nan, 0.1]), np.array([1, 0, 0]), np.zeros(3, int)).results()
+    assert results.keys() == {"ndcg@3", "hit@3", "mrr", "query_auc"} and all(np.isnan(list(results.values())))
 
 
 def test_nan_scores_of_entries_the_mask_leaves_out_are_not_ranked():
     """A listwise ranker's padded entries may score NaN (a log of their zero features): --mask leaves them out of
-    every metric, so they were refused for nothing; a NaN among the real entries still is."""
+    every metric, so they were refused for nothing; a NaN among the real entries still makes them undefined."""
     scores = np.array([[0.9, 0.1, 0.4, np.nan], [0.2, 0.8, np.nan, np.nan]])
     relevance, mask = np.array([[1, 0, 2, 0], [1, 0, 0, 0]]), np.array([3, 2])
     masked = RankingTally(("s", "r"), [1, 2], "m")
@@ -58,8 +61,9 @@ def test_nan_scores_of_entries_the_mask_leaves_out_are_not_ranked():
     for row, rel, length in zip(scores, relevance, mask):
         real.add(row[None, :length], {"r": rel[None, :length]}, "set")
     assert masked.results() == real.results()
-    with pytest.raises(GradcError, match="hold NaN"):
-        masked.add(scores, {"r": relevance, "m": mask + 1}, "set")
+    masked.add(scores, {"r": relevance, "m": mask + 1}, "set")
+    with pytest.warns(GradcNotice, match="hold 2 NaN: nothing to rank by"):
+        assert all(np.isnan(list(masked.results().values())))
 
 
 def _dynamic_ranker():

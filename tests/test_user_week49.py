@@ -272,13 +272,15 @@ def _evaluated_with_clicks(files, tmp_path, clicks, *options):
                      "same.npz", "--ranking", f"{META['pointwise']['score']},click,qid", *options)
 
 
-def test_evaluate_ranking_refuses_a_set_without_a_relevant_document(files, tmp_path):
-    """No relevant document in any query: one line, not NaN in the output (which --json printed as NaN, no JSON
-    number)."""
+def test_evaluate_ranking_of_a_set_without_a_relevant_document_is_undefined(files, tmp_path):
+    """No relevant document in any query: each metric "nan" in --json (it printed the literal NaN, no JSON number,
+    and then refused the set, which stopped train --eval unsaved), with a note saying why."""
     run = _evaluated_with_clicks(files, tmp_path, 0, "--json")
-    assert run.returncode == 1 and run.stdout == "", run.stderr
-    assert ("has a relevant document (relevance > 0) in 'click': NDCG, MRR and the AUC are undefined"
+    assert run.returncode == 0, run.stderr
+    assert ("has a relevant document (relevance > 0) in 'click': NDCG, MRR and the AUC are undefined (nan)"
             in run.stderr), run.stderr
+    result = json.loads(run.stdout, parse_constant=lambda literal: pytest.fail(f"{literal} in --json"))
+    assert result["mrr"] == result["query_auc"] == "nan"
 
 
 def test_evaluate_ranking_of_queries_with_only_relevant_documents_reports_all_but_the_auc(files, tmp_path):

@@ -207,6 +207,23 @@ def test_train_evaluates_and_keeps_the_epoch_of_the_best_auc(files, tmp_path):
     assert json.loads(again.stdout)["roc_auc"] == pytest.approx(max(epoch["roc_auc"] for epoch in epochs), abs=1e-12)
 
 
+def test_train_with_an_eval_set_of_one_class_trains_and_saves(files, tmp_path):
+    """An eval set of normal examples alone: train --eval --roc stopped after epoch 1 ('the AUC ... are undefined'),
+    the weights unsaved; now each epoch's AUC is nan, said once, --monitor roc_auc keeps no NaN epoch and it saves."""
+    folder = files / "dense"
+    assert gradc_cli("compile", folder / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "adam",
+                     "--lr", 0.01).returncode == 0
+    np.savez(tmp_path / "normal.npz", x=np.load(folder / "test.npz")["x"], label=np.zeros(32, np.int64))
+    run = gradc_cli("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", folder /
+                    "init.npz", "--data", folder / "data.npz", "--batch-size", 8, "--epochs", 3, "--eval",
+                    tmp_path / "normal.npz", "--roc", f"{META['dense']['score']},label", "--early-stop", 1,
+                    "--monitor", "roc_auc", "--save-params", tmp_path / "kept.npz", "--json")
+    assert run.returncode == 0 and (tmp_path / "kept.npz").exists(), run.stderr
+    assert run.stderr.count("every label 'label' is negative (0 or less)") == 1, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [line["eval"]["roc_auc"] for line in lines if line["event"] == "epoch"] == ["nan"] * 3
+
+
 @pytest.mark.parametrize("roc, code, message", [
     ("x", 2, "give SCORE,LABEL (the program's score of each example, [N] or [N, 1]"),
     ("{recon},label", 1, "'linear_3.tmp_1' [-1, 16] is not one score an example: give [N] or [N, 1]"),
@@ -223,14 +240,18 @@ def test_evaluate_roc_refuses_what_it_cannot_score(files, roc, code, message):
     assert run.stderr.count("\n") == 1
 
 
-def test_evaluate_roc_refuses_a_set_of_one_class(files, tmp_path):
-    """Labels all normal: one line, not NaN."""
+def test_evaluate_roc_of_a_set_of_one_class_is_undefined(files, tmp_path):
+    """Labels all normal: the AUC and average precision "nan" in --json (not the literal NaN), a note saying why (it
+    was refused, which stopped train --eval unsaved)."""
     folder = files / "dense"
     np.savez(tmp_path / "normal.npz", x=np.load(folder / "test.npz")["x"], label=np.zeros(32, np.int64))
     run = gradc_cli("evaluate", folder / "forward.pb", "--params", folder / "trained.npz", "--data",
                     tmp_path / "normal.npz", "--roc", f"{META['dense']['score']},label", "--json")
-    assert run.returncode == 1 and run.stdout == ""
-    assert "every label 'label' is negative (0 or less): the AUC and the average precision are undefined" in run.stderr
+    assert run.returncode == 0, run.stderr
+    assert ("every label 'label' is negative (0 or less): the AUC and the average precision are undefined (nan)"
+            in run.stderr)
+    result = json.loads(run.stdout, parse_constant=lambda literal: pytest.fail(f"{literal} in --json"))
+    assert result["roc_auc"] == result["average_precision"] == "nan"
 
 
 def test_per_example_gradients_give_paddles_fisher_and_ewc_trains_on_it(files, tmp_path):

@@ -130,10 +130,13 @@ class ScoreTally:
 
     def __init__(self, topk: Sequence[int], miou: bool, f1: bool = False):
         self.correct, self.counted = dict.fromkeys(topk, 0), 0
+        self.unscored = 0   # counted rows with a NaN score: no class is above a NaN, so each counted as right
         self.miou, self.f1, self.matrix = miou, f1, None
 
     def add(self, scores: np.ndarray, labels: np.ndarray) -> None:
         self.counted += len(labels)
+        if np.issubdtype(scores.dtype, np.floating):
+            self.unscored += int(np.isnan(scores).any(axis=1).sum())
         for k, hits in top_k_hits(scores, labels, self.correct).items():
             self.correct[k] += hits
         if self.miou or self.f1:
@@ -149,9 +152,13 @@ class ScoreTally:
             results["class_iou"] = ious
         if self.f1:
             results.update(class_f1(np.zeros((0, 0)) if self.matrix is None else self.matrix))
-        if not self.counted:   # 0 right of 0 is no accuracy: it was reported as 0
+        # 0 right of 0 is no accuracy (it was 0); NaN scores are none either (they were counted right: accuracy 1)
+        why = ("no label is counted (each masked out, or its ignore_index)" if not self.counted else
+               f"the scores of {self.unscored:,} of the {self.counted:,} counted rows hold NaN" if self.unscored
+               else "")
+        if why:
             undefined = [key for key, value in results.items() if not isinstance(value, list)]
-            warnings.warn(f"no label is counted (each masked out, or its ignore_index): {', '.join(undefined)} "
-                          f"undefined (nan)", GradcNotice, stacklevel=2)
-            results.update(dict.fromkeys(undefined, math.nan))
+            warnings.warn(f"{why}: {', '.join(undefined)} undefined (nan)", GradcNotice, stacklevel=2)
+            results.update({key: math.nan if key in undefined else [None] * len(value)
+                            for key, value in results.items()})
         return results

@@ -11,6 +11,7 @@ with both (left out, with a note, where none has)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -55,6 +56,7 @@ class RankingTally:
         self.ranking, self.topk, self.mask, self.source = ranking, sorted(set(topk or [1])), mask, "data"
         self.lists: list[tuple[np.ndarray, np.ndarray]] = []
         self.rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.unranked = 0   # NaN scores of the entries ranked
 
     def add(self, scores, batch: Mapping, source: str) -> None:
         scores, relevance = np.asarray(scores, np.float64), np.asarray(batch[self.ranking[1]], np.float64)
@@ -80,9 +82,8 @@ class RankingTally:
         self.lists += [(row[keep], rel[keep]) for row, rel, keep in zip(scores, relevance, kept)]
 
     def _check_ranked(self, scores: np.ndarray) -> None:
-        if np.isnan(scores).any():   # no place in a ranking: argsort put them last, the AUC's pairs counted them lost
-            raise GradcError(f"{self.source}: --ranking: a batch's scores '{self.ranking[0]}' hold NaN: nothing to "
-                             f"rank by")
+        # no place in a ranking (argsort put them last, the AUC's pairs counted them lost): the metrics are undefined
+        self.unranked += int(np.isnan(scores).sum())
 
     def _one_hot(self, ids: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         ids = ids.reshape(-1)
@@ -106,6 +107,10 @@ class RankingTally:
                 yield scores[groups[query]], relevance[groups[query]]
 
     def results(self) -> dict[str, float]:
+        """NDCG@k, hit@k, MRR and the query AUC; each undefined (NaN, a note saying why) for NaN scores or a set
+        without a relevant document, which stopped gradc train --eval, unsaved, as an error."""
+        if self.unranked:
+            return self._undefined(f"the scores '{self.ranking[0]}' hold {self.unranked:,} NaN: nothing to rank by")
         ndcg, hits, reciprocal, auc = {k: [] for k in self.topk}, {k: [] for k in self.topk}, [], []
         for scores, relevance in self.queries():
             ranked = relevance[np.argsort(-scores, kind="stable")]
@@ -119,14 +124,20 @@ class RankingTally:
             if relevant.any() and not relevant.all():
                 auc.append(ordered_pairs_auc(scores, relevant))
         if not reciprocal:   # NDCG, hit@k and MRR need a relevant document
-            raise GradcError(f"{self.source}: --ranking: no query of the set has a relevant document (relevance > 0) "
-                             f"in '{self.ranking[1]}': NDCG, MRR and the AUC are undefined")
+            return self._undefined(f"no query of the set has a relevant document (relevance > 0) in "
+                                   f"'{self.ranking[1]}'")
         if not auc:   # the AUC needs an irrelevant one too: left out, not NaN (no JSON number)
             warnings.warn(f"{self.source}: --ranking: no query of the set has both relevant and irrelevant documents "
                           f"in '{self.ranking[1]}': the AUC is undefined, query_auc left out", GradcNotice,
                           stacklevel=2)
         means = [float(np.mean(values)) for values in [*ndcg.values(), *hits.values(), reciprocal, auc] if values]
         return dict(zip(ranking_keys(self.topk), means))   # query_auc, last, the one that may be left out
+
+
+    def _undefined(self, why: str) -> dict[str, float]:
+        warnings.warn(f"{self.source}: --ranking: {why}: NDCG, MRR and the AUC are undefined (nan)", GradcNotice,
+                      stacklevel=3)
+        return dict.fromkeys(ranking_keys(self.topk), math.nan)
 
 
 def ranking_keys(topk: Sequence[int]) -> list[str]:

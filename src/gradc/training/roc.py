@@ -7,11 +7,13 @@ them."""
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .metric_inputs import checked_inputs
 from .ranking import ordered_pairs_auc
@@ -45,6 +47,7 @@ class RocTally:
         self.roc, self.source = roc, "data"
         self.scores: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
+        self.unranked = 0   # NaN scores, which no ranking places
 
     def add(self, scores, batch: Mapping, source: str) -> None:
         scores, labels = np.asarray(scores, np.float64).reshape(-1), np.asarray(batch[self.roc[1]]).reshape(-1)
@@ -52,17 +55,21 @@ class RocTally:
         if scores.size != labels.size:
             raise GradcError(f"{source}: --roc: a batch gave {scores.size} scores '{self.roc[0]}' and {labels.size} "
                              f"labels '{self.roc[1]}': one each an example")
-        if np.isnan(scores).any():
-            raise GradcError(f"{source}: --roc: a batch's scores '{self.roc[0]}' hold NaN: nothing to rank by")
+        self.unranked += int(np.isnan(scores).sum())
         self.scores.append(scores)
         self.labels.append(labels > 0)
 
     def results(self) -> dict[str, float]:
+        """The AUC and average precision; undefined (NaN, a note saying why) for NaN scores or labels of one class,
+        which stopped gradc train --eval, unsaved, as an error."""
         scores, positive = np.concatenate(self.scores), np.concatenate(self.labels)
-        if positive.all() or not positive.any():
-            raise GradcError(f"{self.source}: --roc: every label '{self.roc[1]}' is "
-                             f"{'positive (> 0)' if positive.any() else 'negative (0 or less)'}: the AUC and the "
-                             f"average precision are undefined")
+        why = (f"the scores '{self.roc[0]}' hold {self.unranked:,} NaN: nothing to rank by" if self.unranked else
+               f"every label '{self.roc[1]}' is {'positive (> 0)' if positive.any() else 'negative (0 or less)'}"
+               if positive.all() or not positive.any() else "")
+        if why:
+            warnings.warn(f"{self.source}: --roc: {why}: the AUC and the average precision are undefined (nan)",
+                          GradcNotice, stacklevel=2)
+            return dict.fromkeys(ROC_KEYS, math.nan)
         return dict(zip(ROC_KEYS, (ordered_pairs_auc(scores, positive), _average_precision(scores, positive))))
 
 
