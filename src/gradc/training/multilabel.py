@@ -9,12 +9,13 @@ probability in (0, 1), or any finite logit."""
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import registry
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .accuracy import f1_scores
 from .labels import label_source
@@ -107,6 +108,7 @@ class MultiLabelTally:
 
     def __init__(self, found: MultiLabel):
         self.found, self.counts, self.exact, self.rows = found, None, 0, 0
+        self.unscored = 0   # counted rows with a NaN score, which no threshold cuts
 
     def add(self, scores, labels, source: str) -> None:
         scores, labels = np.asarray(scores), np.asarray(labels)
@@ -125,11 +127,18 @@ class MultiLabelTally:
         counted = kept.any(axis=1)   # an example whose every label is left out has no match to count
         self.exact += int(((predicted == truth).all(axis=1) & counted).sum())
         self.rows += int(counted.sum())
+        if np.issubdtype(scores.dtype, np.floating):
+            self.unscored += int((np.isnan(scores.reshape(-1, columns)) & kept).any(axis=1).sum())
 
     def results(self) -> dict:
         """{KEYS..., "label_f1": each label's F1}; nothing for an empty set."""
         if self.counts is None:
             return {}
+        why = ("no label is counted (each its ignore_index)" if not self.rows else
+               f"the scores of {self.unscored:,} of the {self.rows:,} counted rows hold NaN" if self.unscored else "")
+        if why:   # NaN is above no threshold: each was a no
+            warnings.warn(f"{why}: {', '.join(KEYS)} undefined (nan)", GradcNotice, stacklevel=2)
+            return {**dict.fromkeys(KEYS, math.nan), "label_f1": [None] * self.counts.shape[1]}
         hits, false_alarms, misses = self.counts.astype(np.float64)
         label_f1 = f1_scores(hits, false_alarms, misses)
         tp, fp, fn = hits.sum(), false_alarms.sum(), misses.sum()

@@ -4,11 +4,13 @@ unit embeddings a CLIP tower writes; one that ties the right one's score counts 
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .accuracy import top_k_hits
 
@@ -52,6 +54,11 @@ class RecallTally:
         """{"recall@K": the share of the queries whose own example's gallery embedding is among the K best}."""
         queries, gallery = np.concatenate(self.queries), np.concatenate(self.gallery)
         scores = queries @ gallery.T
+        if unranked := int(np.isnan(scores).any(axis=1).sum()):   # no score is above a NaN: each was a hit
+            warnings.warn(f"--recall: the scores of {unranked:,} of the {len(scores):,} queries hold NaN (NaN "
+                          f"embeddings): {', '.join(recall_key(k) for k in self.topk)} undefined (nan)", GradcNotice,
+                          stacklevel=2)
+            return {recall_key(k): math.nan for k in self.topk}
         hits = top_k_hits(scores, np.arange(len(scores)), self.topk)
         return {recall_key(k): hits[k] / len(scores) for k in self.topk}
 
