@@ -82,14 +82,15 @@ def _batch_and_params(files):
 def test_name_globs_of_compile_and_check(files):
     """--param, --no-grad and check's --wrt take globs; a glob that matches nothing is one line naming the names.
     (l0.attn_norm gets no gradient with the projections frozen: Paddle marked its output stop_gradient, every input
-    of it being frozen, and the file keeps that mark.)"""
+    of it being frozen, and the file keeps that mark; embed, read beside the token ids into a stop_gradient output, is
+    told frozen by it since week 59.)"""
     run = gradc_cli("compile", files / "lora.pb", "-o", files / "none.pb", "--param", "*loar*")
     assert run.returncode == 1
     assert run.stderr.startswith("gradc: error: --param '*loar*' matches no parameter of block 0 (of its 28: embed, ")
     run = gradc_cli("compile", files / "lora.pb", "-o", files / "no_grad.pb", "--no-grad", "l?.w*", "--json")
     graded = [row["parameter"] for row in json.loads(run.stdout)["parameters"]]
     adapters = ["lora_q_A", "lora_q_B", "lora_v_A", "lora_v_B"]
-    assert graded == ["embed", "final_norm", *[f"l0.{name}" for name in adapters], "l0.mlp_norm", "l1.attn_norm",
+    assert graded == ["final_norm", *[f"l0.{name}" for name in adapters], "l0.mlp_norm", "l1.attn_norm",
                       *[f"l1.{name}" for name in adapters], "l1.mlp_norm"]
     batch, params = _batch_and_params(files)
     run = gradc_cli("check", files / "lora.pb", "--feed", batch, "--params", params,

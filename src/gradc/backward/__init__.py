@@ -13,6 +13,7 @@ from ..gcpause import gc_paused
 from ..ir import Block, OpDesc, Program, roles
 from ..verify_shapes import check_definitions
 from .emit import emit_grad_ops
+from .frozen import recorded_frozen
 from .job import BlockBackward
 from .loss import default_loss, loss_candidates, no_loss_hint, other_sinks, resolve_loss, unread_scalars
 from .names import GradNames
@@ -34,8 +35,8 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
 
     ``loss`` is one name or several (a multi-task model's heads): several give, in one backward, the
     gradients of their sum. ``parameter_list`` restricts which parameters get gradients (default: every
-    var with is_parameter); ``no_grad_set`` names further vars that get none. In a program that already
-    has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
+    var with is_parameter but those Paddle froze, backward.frozen); ``no_grad_set`` names further vars that
+    get none. In a program that already has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
     ``any_shape``: losses of any shape, their elements' gradients summed; ``loss_grad``: the var holding
     d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only).
     """
@@ -75,6 +76,8 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     no_grad = set(no_grad_set or ())
     if parameter_list is not None:   # the parameters left out get none
         no_grad |= set(all_params) - set(params)
+    else:   # as Paddle's append_backward leaves out its trainable=False parameters
+        no_grad |= set(recorded_frozen(block))
 
     names = GradNames(program)
     seeds = [ones_seed(block, target, names(target)) if given is None

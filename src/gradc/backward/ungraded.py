@@ -12,6 +12,7 @@ from ..errors import GradcNotice, GradcWarning
 from ..ir import Block
 from ..pairing import FORWARD, op_kinds
 from ..rnn_flat import flat_buffers
+from .frozen import recorded_frozen
 
 
 def warn_ungraded(block: Block, graded: Iterable[str], losses: list[str], no_grad_set: Iterable[str] = ()) -> None:
@@ -75,6 +76,7 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
     graded |= {name for op in forward for name in op.output_names()}
     readers = _readers(forward)   # one map for every parameter's search
+    recorded = set(recorded_frozen(block))
     frozen: dict[str, list[str]] = {}
     cut_off: dict[str, list[str]] = {}
     for name, var in sorted(block.vars.items()):
@@ -84,6 +86,10 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
             frozen.setdefault("in the no-grad set (--no-grad)", []).append(name)
         elif var.stop_gradient:
             frozen.setdefault("not trainable (stop_gradient, Paddle's ParamAttr(trainable=False))", []).append(name)
+        elif name in recorded:
+            frozen.setdefault("not trainable in Paddle (ParamAttr(trainable=False): the ops reading them beside "
+                              "stop_gradient inputs write stop_gradient outputs); --param names them to train them",
+                              []).append(name)
         else:
             cut_off.setdefault(_path_reason(block, readers, name, set(losses), no_grad), []).append(name)
     return _lines(frozen), _lines(cut_off)
