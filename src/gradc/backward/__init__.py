@@ -36,7 +36,8 @@ def append_backward(program: Program, loss: str | Sequence[str] | None = None,
     ``loss`` is one name or several (a multi-task model's heads): several give, in one backward, the
     gradients of their sum. ``parameter_list`` restricts which parameters get gradients (default: every
     var with is_parameter but those Paddle froze, backward.frozen); ``no_grad_set`` names further vars that
-    get none. In a program that already has a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
+    get none. In a program that already has a backward, grads whose name is taken are named
+    ``param@GRAD@2`` (see gradc.backward.names).
     ``any_shape``: losses of any shape, their elements' gradients summed; ``loss_grad``: the var holding
     d(result)/d(loss) instead of ones (a vector-Jacobian product; one loss only).
     """
