@@ -299,4 +299,4 @@ def test_info_says_which_parameters_are_frozen(files):
     facts = json.loads(run.stdout)
     assert len(facts["parameters"]) == 16 and facts["frozen_parameters"] == sorted(KEYS)
     text = gradc_cli("info", files / "moco.pb").stdout
-    assert "parameters: 16 (776 values; 8 of them frozen by stop_gradient: no gradient)" in text
+    assert "parameters: 16 (776 values; 8 of them frozen (trainable=False): no gradient)" in text

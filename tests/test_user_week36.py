@@ -136,9 +136,10 @@ def test_info_says_which_parameters_the_optimizer_trains(files):
                      "--param", "image").returncode == 0
     for program in ("info.pb", "style_train.pb"):
         run = gradc_cli("info", files / program)
-        assert "parameters: 7 (2,160 values; only 1 trained by the optimizer ops, marked *)" in run.stdout
+        assert ("parameters: 7 (2,160 values; 6 of them frozen (trainable=False): no gradient; only 1 trained by the "
+                "optimizer ops, marked *)") in run.stdout   # the frozen net told by its outputs since week 59
         assert "  image  float32[1, 3, 16, 16]  *\n" in run.stdout
-        assert "  conv2d_0.w_0  float32[8, 3, 3, 3]\n" in run.stdout
+        assert "  conv2d_0.w_0  float32[8, 3, 3, 3]  frozen\n" in run.stdout
     as_json = json.loads(gradc_cli("info", files / "info.pb", "--json").stdout)
     assert as_json["trained_parameters"] == ["image"]
 

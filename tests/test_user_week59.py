@@ -135,3 +135,14 @@ def test_the_transformation_net_exports_alone_and_stylises_as_paddle(files):
     assert run.returncode == 0, run.stderr
     np.testing.assert_allclose(np.load(folder / "out.npz")["stylised"], np.load(folder / "outputs.npz")["stylised"],
                                rtol=0, atol=5e-6)
+
+
+def test_info_of_the_forward_program_says_the_vgg_is_frozen(files):
+    """gradc info of the forward program listed 36 parameters alike, nothing saying the VGG's 6 would not train
+    (its frozen count read the parameters' stop_gradient alone, which the file drops); now they are counted frozen,
+    as compile tells them, and --json lists them."""
+    run = gradc_cli("info", files / "johnson" / "forward.pb")
+    assert run.returncode == 0, run.stderr
+    assert "parameters: 36 (5,501 values; 6 of them frozen (trainable=False): no gradient)" in run.stdout
+    facts = json.loads(gradc_cli("info", files / "johnson" / "forward.pb", "--json").stdout)
+    assert facts["frozen_parameters"] == VGG

@@ -11,6 +11,7 @@ from functools import partial
 import click
 
 from .. import schedule_record
+from ..backward.frozen import recorded_frozen
 from ..backward.sparse import SPARSE_TABLE_GRADS
 from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, VarType, dtype_name
@@ -102,7 +103,8 @@ def summary(program: str, prog: Program | None = None) -> dict:
             "parameter_values": sum(_size(var.shape) for var in params or persistable if var.name not in buffers),
             "flat_buffers": buffers,
             # trainable=False (a MoCo key encoder, a frozen backbone): parameters no backward gives a gradient
-            "frozen_parameters": sorted(var.name for var in params if var.stop_gradient),
+            # or told by what they compute, as compile tells them (backward.frozen)
+            "frozen_parameters": sorted({var.name for var in params if var.stop_gradient} | {*recorded_frozen(block)}),
             # of a training program: what its optimizer ops write (a style transfer's image alone, its net frozen)
             "trained_parameters": _trained(kinds, params, optimized),
             "other_persistable": len(persistable) - len(params) if params else 0,
@@ -177,7 +179,7 @@ def _lines(facts: dict) -> list[str]:
         frozen, trained = len(facts["frozen_parameters"]), facts["trained_parameters"]
         partly = trained is not None and len(trained) < len(params)   # a frozen net's: which ones move
         lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values"
-                     + (f"; {frozen} of them frozen by stop_gradient: no gradient" if frozen else "")
+                     + (f"; {frozen} of them frozen (trainable=False): no gradient" if frozen else "")
                      + (f"; only {len(trained)} trained by the optimizer ops, marked *" if partly else "")
                      + (f"; RNN flat buffers repeating their cells' values: {repeated}" if repeated else "") + ")"
                      + (f"; other persistable vars: {others} ({_listed(facts['other_persistable_kinds'])})"
