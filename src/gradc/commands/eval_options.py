@@ -70,13 +70,16 @@ def check_pck(pck: list, keypoints: tuple[str, ...] | None) -> None:
 
 
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck, --threshold
-    and --topk (``topk_default``: the k without it)."""
+    """--label, --scores, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck,
+    --threshold and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read); SCORES=LABEL,SCORES=LABEL pairs each "
                      "output of several with its labels (a QA model's start and end: acc_LABEL of each, acc_all "
                      "of both right)."),
+        click.option("--scores", metavar="NAME", help="The class scores the accuracy is of (default: those of the "
+                     "loss's cross entropy): one head of a multi-head model, each task's accuracy from its own head, "
+                     "scored against --label (default: the labels of the program's cross entropy)."),
         click.option("--ignore-index", type=int, metavar="N", help="Leave labels N out of the accuracy (a "
                      "segmentation map's 255 borders; default: the loss op's ignore_index)."),
         click.option("--mask", metavar="NAME", help="The data's array marking the labels to count (a tagger's "
@@ -129,7 +132,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
 
 
 def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False, keypoints=None,
-                  pck=(), threshold=None) -> EvalMetrics:
+                  pck=(), threshold=None, scores=None) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc, f1, keypoints, list(pck), threshold)
+                       roc, f1, keypoints, list(pck), threshold, scores)

@@ -54,8 +54,8 @@ from .run import STRICT_PARAMS
               "Carlo dropout pass; --seed for Paddle's masks), batch norm normalises by the batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
-def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, ignore_index, mask,
-             miou, f1, recall, ranking, roc, keypoints, pck, topk, threshold, seed, train_mode, as_json,
+def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, scores, ignore_index,
+             mask, miou, f1, recall, ranking, roc, keypoints, pck, topk, threshold, seed, train_mode, as_json,
              strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
@@ -71,8 +71,8 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
         data = data[0]
     try:
         results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches,
-                                   loss=list(losses), label=label, topk=topk, strict=strict_params, seed=seed,
-                                   ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
+                                   loss=list(losses), label=label, scores=scores, topk=topk, strict=strict_params,
+                                   seed=seed, ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
                                    test_mode=not train_mode, ranking=ranking, roc=roc, threshold=threshold,
                                    keypoints=keypoints, pck=pck)
     except (ThresholdError, UnknownFetchError) as exc:   # a value given does not fit the model: a usage error

@@ -88,6 +88,7 @@ class EvalMetrics:
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
     pck: list[PCK | float] = field(default_factory=list)   # PCK's distances (1 when none is)
     threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
+    scores: str | None = None   # the class scores the accuracy is of (default: the loss's cross entropy's)
 
     def named_arrays(self) -> list[tuple[str, str]]:
         """(option, array) for each of the data's arrays the metrics read whether or not the program does (a

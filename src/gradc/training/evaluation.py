@@ -35,7 +35,7 @@ from .eval_run import evaluate_plan
 from .heads import Head, loss_heads, named_heads, paired, pairing, pairing_hint, score_outputs
 from .history import default_fetch
 from .keypoints import check_keypoints, parse_keypoints, pcks
-from .labels import classifiers
+from .labels import chosen_scores, classifiers
 from .multilabel import at_threshold, find_multilabel
 from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
 from .ranking import check_ranking, parse_ranking
@@ -49,14 +49,15 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          label: str | None = None, topk: Sequence[int] = (), miou: bool = False,
          recall: tuple[str, str] | None = None, test_mode: bool = True,
          ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
-         f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence = ()) -> EvalPlan:
+         f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence = (),
+         scores: str | None = None) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
     relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision;
-    with ``keypoints`` (predicted, true[, visibility]) the mean keypoint error and PCK at each of ``pck``; in test mode
-    unless
-    ``test_mode`` is False (dropout on: a Monte Carlo dropout pass)."""
+    with ``keypoints`` (predicted, true[, visibility]) the mean keypoint error and PCK at each of ``pck``; ``scores``:
+    the class scores the accuracy is of (a multi-head model's head); in test mode unless ``test_mode`` is False
+    (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
@@ -65,9 +66,10 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
     unfed = {}
-    if ranking or recall or roc or keypoints:   # held-out data for a metric need not hold what the loss alone reads
-        unfed = _unfed_losses(forward, names, losses, "--ranking" if ranking else "--recall" if recall else "--roc"
-                              if roc else "--keypoints")
+    metric = ("--ranking" if ranking else "--recall" if recall else "--roc" if roc else "--keypoints" if keypoints
+              else "--scores" if scores else None)
+    if metric:   # held-out data for a metric need not hold what the loss alone reads (a replay batch's inputs)
+        unfed = _unfed_losses(forward, names, losses, metric)
         losses = [name for name in losses if name not in unfed]
         fetch = None if fetch is None else [name for name in fetch if name not in unfed]
     asked = list(fetch) if fetch is not None else losses
@@ -78,7 +80,11 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
     if miou or f1 or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
-        _find_scores(result, forward, names, label)
+        if scores is None:
+            _find_scores(result, forward, names, label)
+        else:
+            result.scores = scores
+            result.label, result.axis, result.ignore_index = chosen_scores(forward, names, label, scores)
         result.topk = sorted(set(topk)) if result.scores else []
         result.multilabel = None if result.scores else find_multilabel(forward, names)
         if f1 and not miou and result.multilabel:   # its F1s come without --f1, which is a single-label model's
@@ -152,10 +158,11 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
         raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
                         f"{', '.join(program_inputs(program.global_block))})")
     try:
-        topk = metrics.topk or ([1] if metrics.threshold is not None else [])   # a threshold asks for the scores
+        asks = metrics.threshold is not None or metrics.scores   # a threshold, or scores named, ask for the accuracy
+        topk = metrics.topk or ([1] if asks else [])
         evaluation = plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
                           topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
-                          f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck)
+                          f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck, scores=metrics.scores)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     if metrics.threshold is not None:   # a ThresholdError as it is: the option's value, not the data, is wrong
@@ -216,6 +223,10 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
                    if unread else f"it holds only what the model reads ({', '.join(names)}): add an array of class "
                                   f"labels (any name the model does not read, or --label NAME)")
         raise GradcError(f"evaluation: the model's class scores ({scores[0]}) need labels to score; {lacking}")
+    elif len(scores) > 1 and label is not None and not result.scalars:   # a multi-head model's outputs
+        raise GradcError(f"evaluation: the model has several outputs that could be class scores ({', '.join(scores)}): "
+                         f"name the one to score against '{label}' with --scores NAME (each head of a multi-head "
+                         f"model in turn)")
     elif given is not None:   # an input the model reads (its features), or labels of a program with no class scores
         readers = sorted({found.label for found in classifiers(forward)})
         meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""
@@ -242,7 +253,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
              roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None,
-             keypoints: str | tuple[str, ...] | None = None, pck: Sequence = ()) -> dict:
+             keypoints: str | tuple[str, ...] | None = None, pck: Sequence = (), scores: str | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -259,7 +270,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1; "T*SIZE": "pck@T*SIZE",
     within T times the data's SIZE of the example) (keypoints.py).
     ``threshold``: a multi-label model's label is a yes where its score is above it (default 0.5 for probabilities,
-    0 for logits; multilabel.py). Labels
+    0 for logits; multilabel.py). ``scores``: the class scores the accuracy is of (one head of a multi-head model;
+    default: the loss's cross entropy's), against ``label`` (default: the labels of the program's cross entropy). Labels
     equal to ``ignore_index`` (default: the loss op's), and those the data's array ``mask`` marks 0 or puts past a
     length, are left out of both.
     The data is checked before the first batch. ``seed``: random ops without a seed of their own (a VAE's noise)
@@ -290,7 +302,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
                           parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking,
                           parse_roc(roc) if isinstance(roc, str) else roc, f1,
-                          parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck)
+                          parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck, scores)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,

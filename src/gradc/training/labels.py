@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import registry
-from ..errors import FeedError, op_location
+from ..errors import FeedError, GradcError, op_location
 from ..ir import Program
 
 # op type -> (the scores' slot, the class axis when the op has no axis attribute)
@@ -59,6 +59,31 @@ def classifiers(program: Program) -> list[Classifier]:
         found.append(Classifier(index, op.type, scores, label, axis, classes,
                                 int(ignore) if isinstance(ignore, (int, np.integer)) else None))
     return found
+
+
+def chosen_scores(program: Program, names: list[str], label: str | None, scores: str) -> tuple[str, int | None,
+                                                                                               int | None]:
+    """The labels, class axis and ignore_index of the class scores ``scores`` a user named (one head of a multi-head
+    model, which no loss of the program scores): ``label``, else the labels of its own cross entropy, of another
+    (the heads share their labels), or the one array of ``names`` the program does not read; the axis and
+    ignore_index those of its own cross entropy, else the axis the labels' shape leaves out (None)."""
+    block = program.global_block
+    if not any(scores in op.output_names() for op in block.ops):
+        scored = [clf.scores for clf in classifiers(program)]
+        offer = f" (its cross entropy scores {', '.join(dict.fromkeys(scored))})" if scored else ""
+        raise GradcError(f"evaluation: --scores {scores}: no op of the forward part of the program writes it{offer}")
+    found = classifiers(program)
+    own = [clf for clf in found if clf.scores == scores]
+    if label is None:
+        unread = [name for name in names if block.find_var(name) is None]
+        held = [clf.label for clf in own + found if clf.label in names] or (unread if len(unread) == 1 else [])
+        if not held:
+            raise GradcError(f"evaluation: --scores {scores}: no labels to score them against: the data holds no "
+                             f"labels of the program's cross entropy; name them with --label NAME")
+        label = held[0]
+    elif label not in names:
+        raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
+    return label, own[0].axis if own else None, own[0].ignore_index if own else None
 
 
 def label_source(block, index: int, label: str) -> str:
