@@ -39,7 +39,9 @@ from .train_report import JsonLinesReporter
               "batch), or a .csv whose header names each column's feed var (x,x,x,x,label: a var's values an example). "
               "Sentences: ids flat with their offsets as ids@LOD0, each batch padded to its longest. Repeatable: data "
               "sets of as many examples each, a batch of each fed at every step (DARTS's training and validation "
-              "splits).")
+              "splits; --cycle: a smaller one repeated).")
+@click.option("--cycle", is_flag=True, help="--data sets of fewer examples than the largest are repeated to its "
+              "size, example i the i mod size of its own: a replay buffer mixed into each batch.")
 @click.option("--episodes", is_flag=True, help="Each example of --data (and --eval) is one step's whole feed, "
               "without a batch axis: a meta-learning task's support and query sets, as Paddle's "
               "DataLoader(batch_size=None) gives them (--batch-size is then 1).")
@@ -124,7 +126,7 @@ from .train_report import JsonLinesReporter
               "--log-every) and per epoch as they come, then one for the end: steps, examples, time, the last values, "
               "where it saved.")
 @STRICT_PARAMS
-def train(program, data, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
+def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, label, scores, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, threshold, topk,
           early_stop, monitor, fetches,
           log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
@@ -204,7 +206,7 @@ def train(program, data, episodes, feed, startups, params, epochs, batch_size, s
     if data is None:
         source, epochs = OneBatch(fixed, f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.joined(data, "data", trainer.program, fixed=fixed, episodes=episodes)
+        source = Dataset.joined(data, "data", trainer.program, fixed=fixed, episodes=episodes, cycle=cycle)
         if eval_data is not None and (fixed or episodes or len(eval_data) > 1):
             eval_data = Dataset.joined(eval_data, "eval data", trainer.program, fixed=fixed, episodes=episodes)
         elif eval_data is not None:

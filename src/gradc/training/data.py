@@ -85,16 +85,20 @@ class Dataset:
 
     @classmethod
     def joined(cls, paths: Sequence[str | Path], what: str = "data", program: Program | None = None,
-               others: bool = False, fixed: Mapping[str, np.ndarray] | None = None, episodes: bool = False) -> Dataset:
+               others: bool = False, fixed: Mapping[str, np.ndarray] | None = None, episodes: bool = False,
+               cycle: bool = False) -> Dataset:
         """Data sets of as many examples each, fed together: a batch holds the same examples of each (DARTS's
-        training and validation splits, a batch of both a step); one path is ``load``'s."""
+        training and validation splits, a batch of both a step); one path is ``load``'s. ``cycle``: a smaller one is
+        repeated to the largest's size, example i its i mod size (a replay buffer of an earlier task's examples)."""
         if len(paths) == 1:
             return cls.load(paths[0], what, program, others, fixed, episodes)
         parts = [cls.load(path, what, program, others, episodes=episodes) for path in paths]
-        if len({part.size for part in parts}) != 1:
+        if len({part.size for part in parts}) != 1 and not cycle:
             sizes = ", ".join(f"{part.source} {part.size}" for part in parts)
             raise GradcError(f"{what}: data sets given together feed a batch of each at every step, so they must hold "
-                             f"as many examples each: {sizes} (cut the larger to the smaller)")
+                             f"as many examples each: {sizes} (cut the larger to the smaller, or repeat the smaller "
+                             f"with --cycle: a replay buffer)")
+        parts = [_cycled(part, max(part.size for part in parts)) for part in parts]
         arrays: dict[str, np.ndarray] = {}
         for part in parts:
             for name, value in part.arrays.items():
@@ -209,6 +213,18 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
         check_indices(labels_of or program, data.arrays, data.source, data.item, data.sequences)
+
+
+def _cycled(part: Dataset, size: int) -> Dataset:
+    """``part`` repeated to ``size`` examples, example i its i mod part.size (read into memory: a small set's)."""
+    if part.size == size:
+        return part
+    if part.sequences:
+        raise GradcError(f"{part.source}: holds sequences (LoD), which --cycle does not repeat (repeat them in the "
+                         f"file)")
+    rows = np.arange(size) % part.size
+    return Dataset({name: np.asarray(value)[rows] for name, value in part.arrays.items()}, part.source,
+                   episodes=part.episodes)
 
 
 def _rows_per_example(sizes: dict[str, int | None]) -> str:
