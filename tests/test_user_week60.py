@@ -220,3 +220,19 @@ def test_a_replay_buffer_smaller_than_the_task_is_cycled(files, tmp_path):
     lod = train_steps(program, startup, files / "task2_train.npz", 16, *args[:2], "--data", tmp_path / "lod.npz",
                       "--cycle")
     assert lod.returncode == 1 and "holds sequences (LoD), which --cycle does not repeat" in lod.stderr
+
+
+def test_check_calls_a_penalty_at_its_anchor_stationary_not_flat(files):
+    """Fault: at EWC's trained weights head 1 sits at its anchor (task 2's loss does not read it), a gradient of 0,
+    and check said "the loss is flat in them here ... (a step such as round, sign or a one-hot of argmax on the way)",
+    sending the user after a step that is not there. Now a var whose gradient is 0 is moved both ways along a random
+    direction: the EWC penalty rises on both sides, a stationary point, said as such; a flat loss (a hard
+    gumbel_softmax's, week 53) is said as before."""
+    first = dict(np.load(files / "task2_train.npz"))
+    np.savez(files / "task2_head.npz", **{name: value[:16] for name, value in first.items()})
+    run = gradc_cli("check", files / "ewc" / "forward.pb", "--params", files / "ewc" / "trained.npz", "--params",
+                    files / "ewc_state.npz", "--feed", files / "task2_head.npz")
+    assert run.returncode == 0, run.stderr
+    assert ("head1.b, head1.w: a gradient of 0 at every element, central differences too, but the loss rises or "
+            "falls on both sides: a stationary point in them (a penalty at its anchor, w = w*)") in run.stdout
+    assert "round, sign" not in run.stdout

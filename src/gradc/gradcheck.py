@@ -16,6 +16,7 @@ from .backward.names import GradNames
 from .backward.ungraded import without_gradient
 from .central_differences import kinks, numeric_grad, settled
 from .cut_paths import cut_at, detached, reattached
+from .errors import GradcError
 from .executor import Executor, Scope
 from .executor.randomness import same_draws
 from .executor.selected_rows import as_dense
@@ -38,6 +39,7 @@ class VarCheck:
     directions: int = 0     # compared along that many random directions instead (checked is then 0)
     kinks: list[Kink] = field(default_factory=list)   # elements where the loss has no derivative, not compared
     no_path_to_loss: bool = False   # the backward gives it no gradient: its zeros agreeing test no gradient
+    stationary: bool = False   # a gradient of 0, but the loss rises (or falls) on both sides: a penalty at its anchor
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
@@ -134,10 +136,12 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     checks = []
     for name in wrt:
         value, objective = values[name] if name in values else known[name], objective_of(name)
+        stationary = name not in unreached and not np.any(analytic[name]) and _curved(objective, value, rng)
         if directions is not None and value.size > directions:
             error, mismatch, at_kinks = along_directions(name, value, analytic[name], objective, eps, rtol, atol,
                                                           directions, rng)
-            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions, at_kinks, name in unreached))
+            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions, at_kinks, name in unreached,
+                                   stationary))
             continue
         indices = np.arange(value.size)
         if max_elements is not None and value.size > max_elements:
@@ -148,7 +152,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         kinked = kinks(objective, value, eps, indices, computed, numeric, rtol, atol)
         error, mismatch, at_kinks = element_verdict(name, computed, numeric, indices, value.shape, kinked, rtol, atol)
         checks.append(VarCheck(name, len(indices), value.size, error, mismatch, kinks=at_kinks,
-                               no_path_to_loss=name in unreached))
+                               no_path_to_loss=name in unreached, stationary=stationary))
     return analytic, checks
 
 
@@ -164,6 +168,24 @@ def _with_backward(program: Program, compiled: Program | None, loss) -> tuple[Pr
     written = {name for op in compiled.global_block.ops for name in op.output_names()}
     grads = {param: grad for param, grad in last_gradients(compiled.global_block) if grad in written}
     return compiled, lambda name: grads.get(name, grad_name(name)), list(grads)
+
+
+def _curved(objective: Callable[[], float], value: np.ndarray, rng) -> bool:
+    """Whether the loss, flat to first order in ``value`` (a gradient of 0), moves the same way on both sides of it
+    along a random direction: a minimum or maximum (a penalty at its anchor), not a step function (round, sign), which
+    stays as it is on both sides (or jumps on one). A move out of the op's domain (a negative rate) says no."""
+    base, saved = objective(), value.copy()
+    step = 1e-3 * (float(np.max(np.abs(value), initial=0.0)) + 1.0) * rng.standard_normal(value.shape)
+    sides = []
+    try:
+        for sign in (1.0, -1.0):
+            value[...] = saved + sign * step
+            sides.append(objective() - base)
+    except GradcError:
+        return False
+    finally:
+        value[...] = saved
+    return all(abs(side) > 1e-12 * max(1.0, abs(base)) for side in sides) and sides[0] * sides[1] > 0
 
 
 def _looked_up(indices: np.ndarray, gradient, rng) -> np.ndarray:

@@ -151,22 +151,28 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     unreached = [c.var for c in checks if c.no_path_to_loss and not compared_nothing(c)]
     said = f"; {', '.join(unchecked)} compared along no direction (each crosses a kink)" if unchecked else ""
     said += f"; {', '.join(unreached)} on no path to the loss (0 both ways: no gradient tested)" if unreached else ""
-    said += flat_said(prog.global_block, [c.var for c in checks if c.var not in unchecked + unreached], grads)
+    said += flat_said(prog.global_block, [c.var for c in checks if c.var not in unchecked + unreached], grads,
+                      [c.var for c in checks if c.stationary])
     click.echo(f"{len(checks) - len(unchecked) - len(unreached)} var(s) checked: compiled gradients agree with "
                f"central differences ({differentiated}){said}")
 
 
-def flat_said(block, agreed: list[str], grads: dict) -> str:
+def flat_said(block, agreed: list[str], grads: dict, stationary: list[str]) -> str:
     """'; ...' naming the vars whose gradient is 0 at every element, which central differences agree with: the loss
-    is flat in them there (a one-hot), so training would not move them."""
-    flat = [name for name in agreed if name in grads and not np.any(grads[name])]
+    is flat in them there (a one-hot), so training would not move them; or, ``stationary``, at its lowest or highest
+    in them (a penalty at its anchor)."""
+    flat = [name for name in agreed if name in grads and not np.any(grads[name]) and name not in stationary]
+    held = [name for name in agreed if name in stationary]
+    said = (f"; {', '.join(held)}: a gradient of 0 at every element, central differences too, but the loss rises or "
+            f"falls on both sides: a stationary point in {'it' if len(held) == 1 else 'them'} (a penalty at its "
+            f"anchor, w = w*), not a flat loss" if held else "")
     if not flat:
-        return ""
+        return said
     hard = [f"block 0, op {idx} (gumbel_softmax)" for idx, op in enumerate(block.ops)
             if op.type == "gumbel_softmax" and op.attrs.get("hard")]
     why = (f"{', '.join(hard)} with hard=True outputs a one-hot, whose gradient is 0, as in Paddle; a straight-through "
            f"estimator is written in the program (y_hard - y_soft.detach() + y_soft)" if hard else
            "a step such as round, sign or a one-hot of argmax on the way")
     them = "it" if len(flat) == 1 else "them"
-    return (f"; {', '.join(flat)}: a gradient of 0 at every element, central differences too: the loss is flat in "
-            f"{them} here, so training would not move {them} ({why})")
+    return said + (f"; {', '.join(flat)}: a gradient of 0 at every element, central differences too: the loss is "
+                   f"flat in {them} here, so training would not move {them} ({why})")
