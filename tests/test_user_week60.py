@@ -2,8 +2,9 @@
 trained on task 1 of a split-MNIST-like pair of tasks, then on task 2 four ways against forgetting: EWC (a diagonal
 Fisher of task 1 from gradc's per-example gradients, its penalty built from persistable vars loaded beside the
 weights), L2-SP (the anchors fed), a frozen trunk (trainable=False) and a replay buffer of task 1 mixed into each batch,
-against Paddle 3.3.1's losses, weights and each task's test accuracy after each stage (tools/paddle_user_week60.py);
-checked against central differences, exported with both heads. Each fault found, as the behaviour it has now."""
+against Paddle 3.3.1's losses, weights and each task's test accuracy after each stage, legacy and PIR
+(tools/paddle_user_week60.py); checked against central differences, exported with both heads. Each fault found, as the
+behaviour it has now."""
 
 import json
 
@@ -113,6 +114,18 @@ def test_paddles_own_programs_train_from_its_warm_start(files, model):
              *(["--feed", files / "anchors.npz"] if model == "l2sp" else [])]
     run = train_steps(folder / "train.pb", folder / "startup.pb", data[0], 16, "--params", folder / "init.npz", *extra)
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("model", ("ewc", "replay"))
+def test_paddles_pir_programs_train_alike(files, model):
+    """EWC and replay built and minimized in PIR mode (the Fisher and anchors parameters with trainable=False there),
+    from the legacy run's starting values: Paddle's PIR losses, the legacy ones (no fault)."""
+    data = ["--data", files / "replay.npz", "--cycle"] if model == "replay" else []
+    run = train_steps(files / f"{model}_pir_train.json", files / f"{model}_pir_startup.json", files / "task2_train.npz",
+                      16, "--params", files / model / "init.npz", *data)
+    expected = json.loads((WEEK / "pir_losses.json").read_text())[model]
+    np.testing.assert_allclose(step_losses(run), expected, rtol=1e-6)
+    np.testing.assert_allclose(expected, META[model]["losses"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("model", ("ewc", "l2sp"))

@@ -21,7 +21,8 @@ Every task-2 model starts from task1's trained weights (task1/trained.npz, with 
 steps of BATCH task-2 examples; each folder: forward.pb, train.pb (Paddle's minimize), startup.pb, init.npz (what it
 starts from), trained.npz; meta.json: losses, names, and the test accuracy of each task after each stage
 (accuracy[model] = [task 1, task 2], of the argmax of each task's head); data.npz: task1_train/test, task2_train/test
-(x and label each), replay.npz the buffer.
+(x and label each), replay.npz the buffer. PIR half: ewc and replay built and minimized in PIR static mode
+(NAME_pir_train.json / NAME_pir_startup.json), their losses from NAME/init.npz on the same batches in pir_losses.json.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week60.py tests/data/paddle/user_week60
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle_programs import legacy_persistables, minimized, write_programs_gz
+from paddle_programs import legacy_persistables, minimized, pir_half, pir_minimized, script_main, write_programs_gz
 
 FEATURES, HIDDEN, TRAIN, TEST, STEPS, BATCH, REPLAY = 16, 24, 64, 48, 4, 16, 24
 LAMBDA, ALPHA = 50.0, 0.5
@@ -41,15 +42,27 @@ SHARED = ("trunk.w", "trunk.b")
 PROTECTED = (*SHARED, "head1.w", "head1.b")
 
 
-def linear(x, name: str, outputs: int, trainable: bool = True):
+WEIGHTS = {}   # name -> the parameter of the program being built (a legacy Variable or a PIR Value)
+
+
+def linear(inputs: int, name: str, outputs: int, trainable: bool = True):
     attr = {"trainable": trainable}
-    return paddle.nn.Linear(x.shape[-1], outputs, weight_attr=paddle.ParamAttr(name=f"{name}.w", **attr),
-                            bias_attr=paddle.ParamAttr(name=f"{name}.b", **attr))(x)
+    layer = paddle.nn.Linear(inputs, outputs, weight_attr=paddle.ParamAttr(name=f"{name}.w", **attr),
+                             bias_attr=paddle.ParamAttr(name=f"{name}.b", **attr))
+    WEIGHTS.update({f"{name}.w": layer.weight, f"{name}.b": layer.bias})
+    return layer
 
 
-def heads(x, trunk_trainable: bool = True):
-    features = F.relu(linear(x, "trunk", HIDDEN, trunk_trainable))
-    return linear(features, "head1", 2), linear(features, "head2", 2)
+def net(trunk_trainable: bool = True):
+    """The multi-head net's layers, built once: a function of x giving both heads' logits (a replay batch shares
+    them, in PIR mode too, where a second Linear of the same ParamAttr name would be a second parameter)."""
+    trunk = linear(FEATURES, "trunk", HIDDEN, trunk_trainable)
+    first, second = linear(HIDDEN, "head1", 2), linear(HIDDEN, "head2", 2)
+
+    def heads(x):
+        features = F.relu(trunk(x))
+        return first(features), second(features)
+    return heads
 
 
 def inputs(prefix: str = ""):
@@ -59,43 +72,50 @@ def inputs(prefix: str = ""):
 
 def task1():
     x, label = inputs()
-    first, second = heads(x)
+    first, second = net()(x)
     return F.cross_entropy(first, label), first, second
+
+
+def constant(shape, name: str):
+    """A persistable var the program reads and never trains: create_global_var in legacy mode; in PIR mode (where
+    Paddle 3.3.1's create_global_var fails: 'full: argument (position 3) must be one of paddle::DataType') a
+    parameter with trainable=False."""
+    if paddle.framework.in_pir_mode():
+        return paddle.static.create_parameter(shape, "float32", attr=paddle.ParamAttr(name=name, trainable=False))
+    return paddle.static.create_global_var(shape, 0.0, "float32", persistable=True, name=name)
 
 
 def ewc():
     x, label = inputs()
-    first, second = heads(x)
-    block = paddle.static.default_main_program().global_block()
+    first, second = net()(x)
     penalty = 0.0
     for name in PROTECTED:
-        weight = block.var(name)
-        fisher = paddle.static.create_global_var(weight.shape, 0.0, "float32", persistable=True, name=f"fisher.{name}")
-        anchor = paddle.static.create_global_var(weight.shape, 0.0, "float32", persistable=True, name=f"anchor.{name}")
+        weight = WEIGHTS[name]
+        fisher, anchor = (constant(weight.shape, f"{kind}.{name}") for kind in ("fisher", "anchor"))
         penalty = penalty + paddle.sum(fisher * paddle.square(weight - anchor))
     return F.cross_entropy(second, label) + LAMBDA / 2 * penalty, first, second
 
 
 def l2sp():
     x, label = inputs()
-    first, second = heads(x)
-    block = paddle.static.default_main_program().global_block()
+    first, second = net()(x)
     penalty = 0.0
     for name in SHARED:
-        anchor = paddle.static.data(f"anchor_{name.replace('.', '_')}", block.var(name).shape, "float32")
-        penalty = penalty + paddle.sum(paddle.square(block.var(name) - anchor))
+        anchor = paddle.static.data(f"anchor_{name.replace('.', '_')}", WEIGHTS[name].shape, "float32")
+        penalty = penalty + paddle.sum(paddle.square(WEIGHTS[name] - anchor))
     return F.cross_entropy(second, label) + ALPHA / 2 * penalty, first, second
 
 
 def frozen():
     x, label = inputs()
-    first, second = heads(x, trunk_trainable=False)
+    first, second = net(trunk_trainable=False)(x)
     return F.cross_entropy(second, label), first, second
 
 
 def replay():
     x, label = inputs()
     replay_x, replay_label = inputs("replay_")
+    heads = net()
     first, second = heads(x)
     replayed, _ = heads(replay_x)
     return F.cross_entropy(second, label) + F.cross_entropy(replayed, replay_label), first, second
@@ -219,8 +239,28 @@ def main(out: Path) -> None:
     np.savez(out / "replay.npz", **{f"replay_{key}": value for key, value in buffer.items()})
     meta["lambda"], meta["alpha"] = LAMBDA, ALPHA
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    pir_half(__file__, out)
+
+
+def main_pir(out: Path) -> None:
+    """EWC and replay built and minimized in PIR static mode (ewc_pir_train.json / ewc_pir_startup.json, ...),
+    started from the legacy run's values (ewc/init.npz) on its batches: their losses in pir_losses.json."""
+    paddle.enable_static()
+    arrays, losses = dict(np.load(out / "data.npz")), {}
+    buffer = {key.removeprefix("replay_"): value for key, value in np.load(out / "replay.npz").items()}
+    for name in ("ewc", "replay"):
+        main, startup, loss, _ = pir_minimized(out, f"{name}_", lambda build=MODELS[name]: build()[0],
+                                               lambda: paddle.optimizer.Adam(0.01), 60)
+        exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            exe.run(startup)
+            for key, value in np.load(out / name / "init.npz").items():
+                if scope.find_var(key) is not None:
+                    scope.var(key).get_tensor().set(value, paddle.CPUPlace())
+            losses[name] = [float(exe.run(main, feed=batches(name, arrays, buffer, {}, step), fetch_list=[loss])[0])
+                            for step in range(STEPS)]
+    (out / "pir_losses.json").write_text(json.dumps(losses, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    import sys
-    main(Path(sys.argv[1]))
+    script_main(main, main_pir)
