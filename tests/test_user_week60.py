@@ -249,3 +249,26 @@ def test_check_calls_a_penalty_at_its_anchor_stationary_not_flat(files):
     assert ("head1.b, head1.w: a gradient of 0 at every element, central differences too, but the loss rises or "
             "falls on both sides: a stationary point in them (a penalty at its anchor, w = w*)") in run.stdout
     assert "round, sign" not in run.stdout
+
+
+def test_a_trunk_frozen_by_trainable_false_is_said_frozen(files):
+    """Fault: a legacy program keeps no trainable=False on the parameter's VarDesc, only its readers' outputs marked
+    stop_gradient, and gradc compile warned "parameters that get no gradient and will not train: trunk.w: its path
+    to the loss goes through 'linear_0.tmp_0', which is stop_gradient (a detach, or stop_gradient = True left on a
+    layer's output)", as of a mistake; info listed no frozen parameter. Since week 59 (backward/frozen.py) a parameter
+    whose readers beside stop_gradient inputs write stop_gradient outputs is frozen: a note, and info counts it; head
+    1, off the loss, is still a warning, and so is a trunk detached after its layer (a trainable trunk's inner output
+    unmarked)."""
+    compiled = gradc_cli("compile", files / "frozen" / "forward.pb", "-o", files / "frozen" / "f.pb")
+    assert ("note: parameters frozen, without a gradient: 2 (trunk.b, trunk.w): not trainable in Paddle "
+            "(ParamAttr(trainable=False)") in compiled.stderr
+    assert "will not train: 2 (head1.b, head1.w): the loss does not depend on it" in compiled.stderr
+    assert "trunk" not in compiled.stderr.split("will not train")[1]
+    info = json.loads(gradc_cli("info", files / "frozen" / "forward.pb", "--json").stdout)
+    assert info["frozen_parameters"] == ["trunk.b", "trunk.w"]
+    program = gradc.load(files / "task1" / "forward.pb")
+    program.global_block.var("linear_0.tmp_1").stop_gradient = True   # h.stop_gradient = True after the trunk
+    gradc.save(program, files / "detached.pb")
+    detached = gradc_cli("compile", files / "detached.pb", "-o", files / "d.pb")
+    assert "(trunk.b, trunk.w): its path to the loss goes through 'linear_0.tmp_1'" in detached.stderr
+    assert "frozen" not in detached.stderr
