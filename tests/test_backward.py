@@ -330,3 +330,31 @@ def test_compare_program_checks_a_float32_program_in_a_float64_copy():
     assert all(c.max_abs_error < 1e-7 for c in checks)   # float32 central differences would be ~1e-3 off
     assert {v.dtype for v in program.global_block.vars.values() if v.dtype in (5, 6)} == {gradc.VarType.FP32}
     assert all(value.dtype == np.float32 for value in params.values())
+
+
+def _shared_layer(frozen: bool):
+    """w read beside a stop_gradient input alone (a frozen net's pass over a fixed image: its output stop_gradient
+    when ``frozen``, as Paddle marks it) and beside a trainable image, whose path reaches the loss."""
+    net = ProgramBuilder()
+    content = net.data("content", [2, 3], "float64")
+    net.block.var(content).stop_gradient = True   # as Paddle's data
+    image = net.parameter("image", [2, 3], "float64")
+    w = net.parameter("w", [3, 3], "float64")
+    fixed = net.op("matmul_v2", {"X": content, "Y": w})[0]
+    net.block.var(fixed).stop_gradient = frozen
+    moved = net.op("matmul_v2", {"X": image, "Y": w})[0]
+    return net, net.mean(net.op("elementwise_sub", {"X": moved, "Y": fixed})[0])
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_a_parameter_paddle_froze_is_inferred_only_where_a_path_stops(frozen):
+    """find_path says when a leaf's value reaches an op whose output takes no gradient (only then is the frozen
+    inference's sweep run); w, shown frozen by its pass over the content, gets no gradient though the image's path
+    reaches it; unmarked, it trains."""
+    from gradc.backward.path import find_path
+
+    net, loss = _shared_layer(frozen)
+    block = net.program.global_block
+    assert find_path(block, list(block.ops), {loss}, set()).stops == frozen
+    pairs = dict(gradc.append_backward(net.program, loss))
+    assert set(pairs) == ({"image"} if frozen else {"image", "w"})

@@ -77,8 +77,6 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     no_grad = set(no_grad_set or ())
     if parameter_list is not None:   # the parameters left out get none
         no_grad |= set(all_params) - set(params)
-    else:   # as Paddle's append_backward leaves out its trainable=False parameters
-        no_grad |= set(recorded_frozen(block))
 
     names = GradNames(program)
     seeds = [ones_seed(block, target, names(target)) if given is None
@@ -86,7 +84,7 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
     loss_ops = [block.ops[idx] for _, idx, _ in resolved]   # copies of overwritten values may be inserted before them
     n_forward = max(idx for _, idx, _ in resolved) + 1
     path, last_writer = _differentiate(block, n_forward, {target for target, _, _ in resolved}, no_grad, names,
-                                       seeds=seeds, inputs=frozenset(inputs))
+                                       seeds=seeds, inputs=frozenset(inputs), infer_frozen=parameter_list is None)
     if what == "loss":   # as Paddle's: gradients() of a task's loss (PCGrad, GradNorm) leaves its op a forward op
         roles.set_roles(loss_ops, roles.LOSS)
     roles.set_roles(seeds, roles.LOSS | roles.BACKWARD)
@@ -96,12 +94,17 @@ def _append_backward(program: Program, targets: list[tuple[str | None, str | Non
 
 
 def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str], names: GradNames,
-                   seeds: list[OpDesc], inputs: frozenset[str] = frozenset()) -> tuple[OpPath, dict[str, OpDesc]]:
+                   seeds: list[OpDesc], inputs: frozenset[str] = frozenset(),
+                   infer_frozen: bool = False) -> tuple[OpPath, dict[str, OpDesc]]:
     """Append to ``block`` the backward of its first ``n_forward`` ops with respect to ``targets``,
     whose grads the ``seeds`` write (or, with no seeds, the caller feeds); returns the path and the last backward op
-    writing each name. ``inputs``: vars differentiated towards wherever they are written (gradients()' inputs)."""
+    writing each name. ``inputs``: vars differentiated towards wherever they are written (gradients()' inputs);
+    ``infer_frozen``: parameters Paddle froze (backward.frozen) get none, as its append_backward leaves them out."""
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad, inputs=inputs)
+    # only a path that stops somewhere can hold a frozen parameter: the inference's sweep is skipped otherwise
+    if infer_frozen and path.stops and (frozen := path.wants_grad.intersection(recorded_frozen(block))):
+        path = find_path(block, forward_ops, targets, no_grad | frozen, inputs=inputs)
     check_makers(block, path)
     check_complex(block, path)
     given = [] if seeds else [names(t) for t in targets]

@@ -21,6 +21,8 @@ class OpPath:
     no_grad: set[str] = field(default_factory=set)   # the user's no-grad set, for sub-blocks
     sub_paths: dict = field(default_factory=dict)    # sub-block paths found so far, shared by a whole pass
     carrying: dict[str, bool] = field(default_factory=dict)   # var -> whether its value at the end depends on a leaf
+    # an op a leaf's value reaches writes a first output that takes no gradient: as Paddle marks a frozen layer's
+    stops: bool = False
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -92,6 +94,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         [name for outputs, (_, _, overwrites, _) in zip(outputs_of, op_facts) if not overwrites for name in outputs]
     carrying = _Carrying(differentiable, leaves, partly_written)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
+    stops = False
     # per op, plain loops: no comprehension (a frame of its own in Python 3.11), no filter objects for an op's few names
     is_carrying, is_differentiable, keep = carrying.__getitem__, differentiable.__getitem__, carrying.setdefault
     for op, outputs, (skip, has_grad, overwrites, _) in zip(ops, outputs_of, op_facts):
@@ -108,10 +111,18 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         if not has_grad:   # read all the same: a leaf's first read counts
             carried = []
         carried_inputs.append(carried)
-        if overwrites:
+        if overwrites and carried:
+            taken = True
             for name in outputs:
-                carrying[name] = is_differentiable(name) if carried or name in inputs else False
+                carrying[name] = taken = is_differentiable(name)
+            if not taken:   # its (last) output takes no gradient though a leaf's value reaches it
+                stops = True
+        elif overwrites:
+            for name in outputs:
+                carrying[name] = is_differentiable(name) if name in inputs else False
         else:
+            if carried and outputs and not is_differentiable(outputs[-1]):
+                stops = True
             for name in outputs:
                 if (carried or name in inputs) and is_differentiable(name):
                     carrying[name] = True
@@ -143,7 +154,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(outputs, inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, wants, no_grad, sub_paths, carrying)
+    return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops)
 
 
 class _Carrying(dict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping
+from functools import cache
 
 from .. import registry
 from ..errors import GradcNotice, GradcWarning
@@ -76,7 +77,7 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
     graded |= {name for op in forward for name in op.output_names()}
     readers = _readers(forward)   # one map for every parameter's search
-    recorded = set(recorded_frozen(block))
+    recorded = cache(lambda: set(recorded_frozen(block)))   # its sweep only for a parameter it may explain
     frozen: dict[str, list[str]] = {}
     cut_off: dict[str, list[str]] = {}
     for name, var in sorted(block.vars.items()):
@@ -86,7 +87,7 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
             frozen.setdefault("in the no-grad set (--no-grad)", []).append(name)
         elif var.stop_gradient:
             frozen.setdefault("not trainable (stop_gradient, Paddle's ParamAttr(trainable=False))", []).append(name)
-        elif name in recorded:
+        elif name in recorded():
             frozen.setdefault("not trainable in Paddle (ParamAttr(trainable=False): the ops reading them beside "
                               "stop_gradient inputs write stop_gradient outputs); --param names them to train them",
                               []).append(name)
