@@ -10,15 +10,21 @@ from .pairing import FORWARD, SHAPE_READERS, op_kinds
 DETACH = "share_data"   # the op Paddle's x.detach() appends (pd_op.share_data_ in PIR)
 
 
+def _loss_ancestors(block: Block, losses: list[str]) -> set[str]:
+    """The losses and every var a forward op computes them from."""
+    feeds_loss = set(losses)
+    for op, kind in reversed(list(zip(block.ops, op_kinds(block)))):
+        if kind == FORWARD and feeds_loss & set(op.output_names()):
+            feeds_loss |= set(op.input_names())
+    return feeds_loss
+
+
 def gradientless_ops(block: Block, names: list[str], losses: list[str]) -> list[str]:
     """'TYPE (block 0, op I)' for each forward op with no gradient that reads a float value computed from one of
     ``names`` and writes one the losses are computed from; 'TYPE (block 0, op I) input SLOT' where such an op has a
     gradient but reads that value through a slot that gets none (a loss's Label, as in Paddle)."""
     forward = [(index, op) for (index, op), kind in zip(enumerate(block.ops), op_kinds(block)) if kind == FORWARD]
-    feeds_loss = set(losses)
-    for _, op in reversed(forward):
-        if feeds_loss & set(op.output_names()):
-            feeds_loss |= set(op.input_names())
+    feeds_loss = _loss_ancestors(block, losses)
     depends, found = set(names), []
     for index, op in forward:
         read = {name for name in op.input_names() if name in depends and _is_float(block, name)}
@@ -109,10 +115,13 @@ def detached(program: Program, losses: list[str]) -> tuple[Program, list[str]]:
     unperturbed program, count what the compiled gradient counts."""
     copy = program.clone()
     block = copy.global_block
+    feeds_loss = _loss_ancestors(block, losses)
     kept, held = [], []
     for op, kind in zip(block.ops, op_kinds(block)):
         outputs = op.output_names()
-        if (kind == FORWARD and outputs and not set(outputs) & set(losses)
+        # a detached value off the losses' path (an OCR metric's zeros_like) is left to its op: fed, it would be
+        # checked against a declaration Paddle may give wrong (edit_distance's [-1, 5] for [B, 1])
+        if (kind == FORWARD and outputs and not set(outputs) & set(losses) and feeds_loss & set(outputs)
                 and all((var := block.find_var(n)) is not None and var.stop_gradient and _is_float(block, n)
                         for n in outputs)
                 and any(_is_float(block, name) for name in op.input_names())):
