@@ -81,3 +81,84 @@ def test_check_holds_no_metric_value_off_the_losses_path(files):
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     assert report["problems"] == [] and len(report["vars"]) == 16
+
+
+def _paddles_set_metrics():
+    """Paddle's test-mode decode of the 20 test lines on the final weights: its sequence accuracy and CER (the program's
+    own), and PaddleOCR's norm_edit_dis of its tokens (1 - the mean of each distance over the longer sequence)."""
+    outputs = np.load(WEEK / "crnn" / "outputs.npz")
+    label_len = np.load(WEEK / "crnn" / "test.npz")["label_len"]
+    distance, read = outputs["distance"].reshape(-1), outputs["lengths"].reshape(-1)
+    norm = 1 - np.mean(distance / np.maximum(np.maximum(read, label_len), 1))
+    return {"seq_acc": float(outputs["seq_acc"]), "cer": float(outputs["cer"]), "norm_edit_dis": norm}
+
+
+def _evaluated(*args):
+    run = gradc_cli("evaluate", *args, "--json")
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("batch", [7, 20])
+def test_evaluate_scores_a_ctc_programs_greedy_decode(files, batch):
+    """Fault: `gradc evaluate` of the CRNN reported its loss alone: a CTC recogniser's sequence accuracy and CER were
+    to be had only by fetching the program's own metric vars by their generated names (tmp_2, mean_1.tmp_0), and not
+    at all without a decode in the program. Now a program with one warpctc op is scored by its greedy decode over the
+    whole set: Paddle's 0.5 and 0.148148 on the final weights, at any batch size (a last batch of 6 at 7)."""
+    crnn = files / "crnn"
+    results = _evaluated(crnn / "forward.pb", "--params", crnn / "final.npz", "--data", crnn / "test.npz",
+                         "--batch-size", batch)
+    expected = _paddles_set_metrics()
+    assert results["seq_acc"] == expected["seq_acc"] == 0.5
+    np.testing.assert_allclose([results["cer"], results["norm_edit_dis"]], [expected["cer"], expected["norm_edit_dis"]],
+                               rtol=1e-7)
+    np.testing.assert_allclose(results["loss"], float(np.load(crnn / "outputs.npz")["loss"]), rtol=1e-6)
+
+
+def test_evaluate_scores_an_exported_recogniser_with_ctc(files):
+    """Fault: Paddle's inference program of the recogniser (softmax probabilities [N, T, C], as PaddleOCR exports one)
+    exported by gradc could not be scored: "the model's class scores need labels to score ... pick one with --label",
+    and --label label: "does not label the rows of class scores". `--ctc label,label_len` decodes its output greedily
+    against the padded labels: the training program's numbers; the refusal without it names the option."""
+    crnn = files / "crnn"
+    exported = gradc_cli("export", crnn / "infer.pb", "-o", files / "ocr", "--input", "image", "--fetch",
+                         META["infer_probs"], "--params", crnn / "final.npz")
+    assert exported.returncode == 0, exported.stderr
+    results = _evaluated(files / "ocr.pdmodel", "--params", files / "ocr.pdiparams", "--data", crnn / "test.npz",
+                         "--ctc", "label,label_len", "--batch-size", 8)
+    expected = _paddles_set_metrics()
+    assert "loss" not in results and results["seq_acc"] == expected["seq_acc"]
+    np.testing.assert_allclose([results["cer"], results["norm_edit_dis"]], [expected["cer"], expected["norm_edit_dis"]],
+                               rtol=1e-7)
+    refused = gradc_cli("evaluate", files / "ocr.pdmodel", "--params", files / "ocr.pdiparams", "--data",
+                        crnn / "test.npz")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert refused.stderr.rstrip().endswith("--ctc label,label_len")
+
+
+def test_ctc_option_usage(files):
+    """--ctc with one name is a usage error (exit 2); labels the data does not hold are one line (exit 1); a blank
+    given as a third element replaces the op's (blank 3, a glyph: nothing reads right)."""
+    crnn = files / "crnn"
+    common = ("evaluate", crnn / "forward.pb", "--params", crnn / "final.npz", "--data", crnn / "test.npz")
+    usage = gradc_cli(*common, "--ctc", "label")
+    assert usage.returncode == 2 and "give LABEL,LENGTHS[,BLANK]" in usage.stderr
+    missing = gradc_cli("evaluate", crnn / "infer.pb", "--params", crnn / "final.npz", "--data", crnn / "test.npz",
+                        "--ctc", "label,lens")
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no array 'lens'" in missing.stderr
+    assert _evaluated(*common[1:], "--ctc", "label,label_len,3")["seq_acc"] == 0
+
+
+def test_train_eval_early_stops_on_the_cer(files):
+    """Fault (with the one above): `gradc train --eval --early-stop --monitor cer` was refused, "early stopping watches
+    'cer', which is not fetched". Each epoch's evaluation now gives the decode's metrics, and the CER is watched
+    lower-better."""
+    crnn = files / "crnn"
+    compiled = gradc_cli("compile", crnn / "forward.pb", "-o", crnn / "es.pb", "--optimizer", "adam", "--lr", 0.01)
+    assert compiled.returncode == 0, compiled.stderr
+    run = gradc_cli("train", crnn / "es.pb", "--startup", crnn / "es.startup.pb", "--params", crnn / "final.npz",
+                    "--data", crnn / "data.npz", "--batch-size", BATCH, "--eval", crnn / "test.npz", "--epochs", 2,
+                    "--early-stop", 1, "--monitor", "cer", "--json")
+    assert run.returncode == 0, run.stderr
+    epochs = [line for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert epochs and all({"seq_acc", "cer", "norm_edit_dis"} <= set(line["eval"]) for line in epochs)

@@ -9,6 +9,7 @@ import math
 import click
 
 from ..errors import GradcError
+from ..training.ctc_eval import parse_ctc
 from ..training.eval_plan import EvalMetrics
 from ..training.keypoints import PCK, parse_keypoints, parse_pck
 from ..training.ranking import parse_ranking
@@ -43,6 +44,13 @@ def _roc(ctx, param, value: str | None) -> tuple[str, str] | None:
         raise click.BadParameter(str(exc).removeprefix(f"--roc {value!r}: ")) from None
 
 
+def _ctc(ctx, param, value: str | None) -> tuple[str, str, int | None] | None:
+    try:
+        return parse_ctc(value) if value is not None else None
+    except GradcError as exc:
+        raise click.BadParameter(str(exc).removeprefix(f"--ctc {value!r}: ")) from None
+
+
 def _keypoints(ctx, param, value: str | None) -> tuple[str, ...] | None:
     try:
         return parse_keypoints(value) if value is not None else None
@@ -70,7 +78,7 @@ def check_pck(pck: list, keypoints: tuple[str, ...] | None) -> None:
 
 
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
-    """--label, --scores, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck,
+    """--label, --scores, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck, --ctc,
     --threshold and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
@@ -116,6 +124,12 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "distance, in the coordinates' units (heatmap pixels for an argmax of the heatmaps), or T*SIZE: "
                      "that share of the data's SIZE array, a length an example or a keypoint (its head segment's "
                      "for PCKh@0.5: 0.5*head_size). Repeatable; default 1."),
+        click.option("--ctc", metavar="LABEL,LENGTHS[,BLANK]", callback=_ctc, help="A CTC recogniser's "
+                     "greedy decode (the best class a step, repeats merged, the blank dropped) against the data's "
+                     "padded labels LABEL [N, L] and their LENGTHS, over the whole set: seq_acc (read exactly), cer "
+                     "(edit distances over label lengths) and norm_edit_dis (PaddleOCR's); of an exported model's "
+                     "one output of rank 3, [N, T, C] scores. A program with one warpctc op is scored so without it; "
+                     "BLANK (default: the op's, else 0) names the blank class."),
         click.option("--threshold", type=float, metavar="T", callback=_finite, help="A multi-label model's "
                      "label is a yes where its score is above T, in the scores' terms: a probability strictly "
                      "between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
@@ -132,7 +146,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
 
 
 def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False, keypoints=None,
-                  pck=(), threshold=None, scores=None) -> EvalMetrics:
+                  pck=(), threshold=None, scores=None, ctc=None) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc, f1, keypoints, list(pck), threshold, scores)
+                       roc, f1, keypoints, list(pck), threshold, scores, ctc)

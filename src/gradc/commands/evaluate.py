@@ -55,7 +55,7 @@ from .run import STRICT_PARAMS
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, scores, ignore_index,
-             mask, miou, f1, recall, ranking, roc, keypoints, pck, topk, threshold, seed, train_mode, as_json,
+             mask, miou, f1, recall, ranking, roc, keypoints, pck, ctc, topk, threshold, seed, train_mode, as_json,
              strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
@@ -74,12 +74,13 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                                    loss=list(losses), label=label, scores=scores, topk=topk, strict=strict_params,
                                    seed=seed, ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
                                    test_mode=not train_mode, ranking=ranking, roc=roc, threshold=threshold,
-                                   keypoints=keypoints, pck=pck)
+                                   keypoints=keypoints, pck=pck, ctc=ctc)
     except (ThresholdError, UnknownFetchError) as exc:   # a value given does not fit the model: a usage error
         raise click.UsageError(str(exc)) from None
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)
-    if asked and recall is None and ranking is None and roc is None and keypoints is None and not accuracy:
+    if asked and recall is None and ranking is None and roc is None and keypoints is None and not accuracy \
+            and "cer" not in results:
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
     if as_json:   # an undefined metric's NaN as "nan": strict JSON has no NaN literal
         emit({name: [number(item) for item in value] if isinstance(value, list) else number(value)

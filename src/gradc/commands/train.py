@@ -127,8 +127,8 @@ from .train_report import JsonLinesReporter
               "where it saved.")
 @STRICT_PARAMS
 def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
-          eval_data, label, scores, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, threshold, topk,
-          early_stop, monitor, fetches,
+          eval_data, label, scores, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, ctc, threshold,
+          topk, early_stop, monitor, fetches,
           log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
           save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, data_inits,
           as_json, strict_params):
@@ -231,7 +231,8 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
                               checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                               monitor=monitor, reporter=reporter,
                               metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking,
-                                                                    roc, f1, keypoints, pck, threshold, scores))
+                                                                    roc, f1, keypoints, pck, threshold, scores,
+                                                                    ctc))
     except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
         raise click.UsageError(str(exc)) from None
     except Stopped as stop:

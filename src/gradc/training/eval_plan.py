@@ -12,8 +12,9 @@ import numpy as np
 from ..errors import GradcError, closest
 from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
+from .ctc_eval import CTC_KEYS, CtcSpec, ctc_names
 from .data import Dataset, OneBatch
-from .heads import Head
+from .heads import Head, with_loss_head_names
 from .keypoints import PCK, pcks
 from .labels import check_indices, label_error, out_of_range
 from .multilabel import KEYS as MULTILABEL_KEYS
@@ -66,6 +67,7 @@ class EvalPlan:
     pck_at: list[PCK] = field(default_factory=list)
     multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
     heads: list[Head] = field(default_factory=list)   # with the scores' own: each head's accuracy, and all right
+    ctc: CtcSpec | None = None         # a CTC recogniser's decode against its labels: seq_acc, cer, norm_edit_dis
     # from_set_means': scalars recomputed from the set's mean (a PSNR of its MSE), with their mean and ops
     derived: dict[str, tuple[str, Program]] = field(default_factory=dict)
 
@@ -89,6 +91,7 @@ class EvalMetrics:
     pck: list[PCK | float] = field(default_factory=list)   # PCK's distances (1 when none is)
     threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
     scores: str | None = None   # the class scores the accuracy is of (default: the loss's cross entropy's)
+    ctc: tuple[str, str, int | None] | None = None   # an exported recogniser's labels, lengths (and blank)
 
     def named_arrays(self) -> list[tuple[str, str]]:
         """(option, array) for each of the data's arrays the metrics read whether or not the program does (a
@@ -97,6 +100,7 @@ class EvalMetrics:
         return ([("--ranking", name) for name in (self.ranking or ())[1:]]
                 + [("--roc", name) for name in (self.roc or ())[1:]]
                 + [("--keypoints", name) for name in (self.keypoints or ())[1:]] + [("--pck", name) for name in sizes]
+                + [("--ctc", name) for name in (self.ctc or ())[:2]]
                 + [(option, name) for option, name in (("--label", self.label), ("--mask", self.mask)) if name])
 
     def kept(self) -> list[str]:
@@ -115,8 +119,14 @@ class EvalMetrics:
                                  f"{', '.join(held)}{f'; did you mean {close!r}?' if close else ''})")
 
     def lower_names(self) -> list[str]:
-        """Those of its names lower is better of: a pose model's mean keypoint error."""
-        return ["mean_error"] if self.keypoints else []
+        """Those of its names lower is better of: a pose model's mean keypoint error, a recogniser's CER."""
+        return (["mean_error"] if self.keypoints else []) + (["cer"] if self.ctc else [])
+
+    def watched(self, program: Program) -> tuple[list[str], list[str]]:
+        """The names early stopping may watch in ``program``'s evaluation, and those lower is better of: the heads'
+        of several hard-label losses, a warpctc op's decode's (its CER lower-better)."""
+        ctc = ctc_names(program)
+        return with_loss_head_names(program, self.names()) + ctc, self.lower_names() + ctc[1:2]
 
     def names(self) -> list[str]:
         """The names its numbers are reported by where the program's scores allow them (higher is better for each but
@@ -127,8 +137,9 @@ class EvalMetrics:
         names = [recall_key(k) for k in ks or [1]] if self.recall else []
         names += ranking_keys(ks) if self.ranking else []
         names += list(ROC_KEYS) if self.roc else []
-        names += [pck.key for pck in pcks(self.pck)] + self.lower_names() if self.keypoints else []
-        if ks and (self.miou or not (self.recall or self.ranking or self.roc)):
+        names += [pck.key for pck in pcks(self.pck)] + ["mean_error"] if self.keypoints else []
+        names += list(CTC_KEYS) if self.ctc else []
+        if ks and (self.miou or not (self.recall or self.ranking or self.roc or self.ctc)):
             names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
         return names + (["miou"] if self.miou else []) + (list(CLASS_F1_KEYS) if self.f1 else [])
 

@@ -1,6 +1,6 @@
 """Running an evaluation's plan (evaluation.plan) over every batch of a data set: the scalars averaged by example, the
 set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics, a
-score's ROC AUC and a multi-label loss's F1."""
+score's ROC AUC, a multi-label loss's F1 and a CTC recogniser's decode."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import GradcError
 from . import set_metrics
 from .accuracy import ScoreTally, counted_positions, scored_rows
+from .ctc_eval import CtcTally, ctc_hint
 from .data import Dataset, OneBatch, examples, naming
 from .eval_plan import EvalPlan
 from .heads import HeadTally
@@ -44,7 +45,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     tagged = [evaluation.multilabel.scores] if evaluation.multilabel else []
     posed = list(evaluation.keypoints or ())[:1]
     others = [head.scores for head in evaluation.heads[1:]]
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed + others
+    decoded = evaluation.ctc.fetched() if evaluation.ctc else []
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed + others + decoded
                + ([evaluation.scores] if evaluation.scores else [])
                + ([evaluation.label] if evaluation.label_computed else []))
     tags = MultiLabelTally(evaluation.multilabel) if tagged else None
@@ -53,6 +55,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     ranking = RankingTally(evaluation.ranking, evaluation.ranking_at, evaluation.mask)
     roc = RocTally(evaluation.roc)
     poses = KeypointTally(evaluation.keypoints, evaluation.pck_at) if posed else None
+    read = CtcTally(evaluation.ctc) if evaluation.ctc else None
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
     tally, count = ScoreTally(evaluation.topk, evaluation.miou, evaluation.f1), 0
     heads, others_at = HeadTally(evaluation.heads), tags_at + len(tagged) + len(posed)
@@ -82,6 +85,9 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 tags.add(values[tags_at], batch[evaluation.multilabel.label], data.source)
             if poses:
                 poses.add(values[tags_at + len(tagged)], batch, data.source)
+            if read:
+                at = others_at + len(others)
+                read.add({**batch, **dict(zip(decoded, values[at:at + len(decoded)]))}, data.source)
             if evaluation.scores:
                 scores, labels = values[-2:] if evaluation.label_computed else (values[-1], batch[evaluation.label])
                 tally.add(*_scored(scores, labels, batch, evaluation, data.source))
@@ -101,7 +107,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     return {**results, **(tally.results() if evaluation.scores else {}),
             **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
-            **(tags.results() if tags else {}), **(poses.results() if poses else {})}
+            **(tags.results() if tags else {}), **(poses.results() if poses else {}),
+            **(read.results() if read else {})}
 
 
 @contextmanager
@@ -137,5 +144,5 @@ def _scored(scores, labels, batch: Mapping, evaluation: EvalPlan, source: str) -
     if rows is None:
         raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {labels.size} values) does not label the "
                          f"rows of class scores '{evaluation.scores}' {list(np.shape(scores))} (give integer class "
-                         f"labels)")
+                         f"labels){ctc_hint(evaluation.program.global_block, evaluation.scores, [])}")
     return rows

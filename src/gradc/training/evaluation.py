@@ -29,12 +29,13 @@ from ..executor import Executor, Scope, randomness
 from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
+from .ctc_eval import ctc_hint, find_ctc, parse_ctc
 from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, check_fetch_names, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .heads import Head, loss_heads, named_heads, paired, pairing, pairing_hint, score_outputs
 from .history import default_fetch
-from .keypoints import check_keypoints, parse_keypoints, pcks
+from .keypoints import check_keypoints, keypoints_hint, parse_keypoints, pcks
 from .labels import chosen_scores, classifiers
 from .multilabel import at_threshold, find_multilabel
 from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
@@ -50,14 +51,15 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          recall: tuple[str, str] | None = None, test_mode: bool = True,
          ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
          f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence = (),
-         scores: str | None = None) -> EvalPlan:
+         scores: str | None = None, ctc: tuple[str, str, int | None] | None = None) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
     relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision;
     with ``keypoints`` (predicted, true[, visibility]) the mean keypoint error and PCK at each of ``pck``; ``scores``:
-    the class scores the accuracy is of (a multi-head model's head); in test mode unless ``test_mode`` is False
-    (dropout on: a Monte Carlo dropout pass)."""
+    the class scores the accuracy is of (a multi-head model's head); a warpctc op's greedy decode scored, or with
+    ``ctc`` (labels, lengths, blank) an exported recogniser's (ctc_eval.py); in test mode unless ``test_mode`` is
+    False (dropout on: a Monte Carlo dropout pass)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
@@ -79,7 +81,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
-    if miou or f1 or topk and not recall and not ranking and not roc:   # --topk's k are recall@k's or NDCG@k's there
+    if miou or f1 or topk and not recall and not ranking and not roc and not ctc:   # --topk's k: recall@k's, NDCG@k's
         if scores is None:
             _find_scores(result, forward, names, label)
         else:
@@ -108,32 +110,20 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if keypoints:
         result.keypoints, result.pck_at = keypoints, pcks(pck)
         check_keypoints(forward, names, keypoints, [t.size for t in result.pck_at if t.size])
+    result.ctc = find_ctc(forward, names, ctc)
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
+              *(result.ctc.fetched() if result.ctc else []),
               *([result.label] if result.label_computed else []), *(ranking or ())[:1],
               *(roc or ())[:1], *(keypoints or ())[:1],
               *([result.multilabel.scores] if result.multilabel else []), *(head.scores for head in result.heads)]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
-                         f"the labels (--label NAME){_keypoints_hint(forward, names) or pairing_hint(block)}")
+                         f"the labels (--label NAME){keypoints_hint(forward, names) or pairing_hint(block)}")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
     return result
-
-
-def _keypoints_hint(forward: Program, names: Sequence[str]) -> str:
-    """A pose model's outputs (a keypoint's (x, y), [N, K, 2], or heatmaps [N, K, H, W]) and the data's arrays it does
-    not read: the --keypoints that scores them."""
-    block = forward.global_block
-    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
-    shapes = {name: list(getattr(block.find_var(name), "shape", None) or []) for name in targets}
-    poses = [name for name, shape in shapes.items() if len(shape) == 4 or len(shape) == 3 and shape[-1] == 2]
-    unread = [name for name in names if block.find_var(name) is None]
-    if not poses or not unread:
-        return ""
-    return (f", or a pose model's keypoints, their mean error and PCK (--keypoints {poses[-1]},TRUE[,VISIBLE], of the "
-            f"arrays it does not read: {', '.join(unread)})")
 
 
 def _unfed_losses(forward: Program, names: Sequence[str], losses: Sequence[str], metric: str) -> dict[str, str]:
@@ -162,7 +152,8 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
         topk = metrics.topk or ([1] if asks else [])
         evaluation = plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
                           topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
-                          f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck, scores=metrics.scores)
+                          f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck, scores=metrics.scores,
+                          ctc=metrics.ctc)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     if metrics.threshold is not None:   # a ThresholdError as it is: the option's value, not the data, is wrong
@@ -222,7 +213,8 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         lacking = (f"several arrays it does not read could be them ({', '.join(unread)}): pick one with --label NAME"
                    if unread else f"it holds only what the model reads ({', '.join(names)}): add an array of class "
                                   f"labels (any name the model does not read, or --label NAME)")
-        raise GradcError(f"evaluation: the model's class scores ({scores[0]}) need labels to score; {lacking}")
+        raise GradcError(f"evaluation: the model's class scores ({scores[0]}) need labels to score; {lacking}"
+                         f"{ctc_hint(block, scores[0], unread)}")
     elif len(scores) > 1 and label is not None and not result.scalars:   # a multi-head model's outputs
         raise GradcError(f"evaluation: the model has several outputs that could be class scores ({', '.join(scores)}): "
                          f"name the one to score against '{label}' with --scores NAME (each head of a multi-head "
@@ -253,7 +245,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              miou: bool = False, mask: str | None = None, recall: str | tuple[str, str] | None = None,
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
              roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None,
-             keypoints: str | tuple[str, ...] | None = None, pck: Sequence = (), scores: str | None = None) -> dict:
+             keypoints: str | tuple[str, ...] | None = None, pck: Sequence = (), scores: str | None = None,
+             ctc: str | tuple[str, str, int | None] | None = None) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -268,7 +261,9 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "query_auc" (ranking.py), ``mask`` marking a listwise ranker's real entries; ``roc`` ("SCORE,LABEL"): "roc_auc"
     and "average_precision" of a score an example over the whole set (roc.py); ``keypoints``
     ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1; "T*SIZE": "pck@T*SIZE",
-    within T times the data's SIZE of the example) (keypoints.py).
+    within T times the data's SIZE of the example) (keypoints.py). A program with one warpctc op gives its greedy
+    decode's "seq_acc", "cer" and "norm_edit_dis"; ``ctc`` ("LABEL,LENGTHS[,BLANK]") an exported recogniser's
+    (ctc_eval.py).
     ``threshold``: a multi-label model's label is a yes where its score is above it (default 0.5 for probabilities,
     0 for logits; multilabel.py). ``scores``: the class scores the accuracy is of (one head of a multi-head model;
     default: the loss's cross entropy's), against ``label`` (default: the labels of the program's cross entropy). Labels
@@ -302,7 +297,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
                           parse_pair(recall) if isinstance(recall, str) else recall, test_mode,
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking,
                           parse_roc(roc) if isinstance(roc, str) else roc, f1,
-                          parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck, scores)
+                          parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck, scores,
+                          parse_ctc(ctc) if isinstance(ctc, str) else ctc)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,

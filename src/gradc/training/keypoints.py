@@ -131,3 +131,17 @@ class KeypointTally:
         return {"mean_error": float(distances.mean()),
                 **{pck.key: float(np.mean(distances <= pck.distance * (sizes[pck.size] if pck.size else 1.0)))
                    for pck in self.thresholds}}
+
+
+def keypoints_hint(forward: Program, names: Sequence[str]) -> str:
+    """A pose model's outputs (a keypoint's (x, y), [N, K, 2], or heatmaps [N, K, H, W]) and the data's arrays it does
+    not read: the --keypoints that scores them."""
+    block = forward.global_block
+    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    shapes = {name: list(getattr(block.find_var(name), "shape", None) or []) for name in targets}
+    poses = [name for name, shape in shapes.items() if len(shape) == 4 or len(shape) == 3 and shape[-1] == 2]
+    unread = [name for name in names if block.find_var(name) is None]
+    if not poses or not unread:
+        return ""
+    return (f", or a pose model's keypoints, their mean error and PCK (--keypoints {poses[-1]},TRUE[,VISIBLE], of the "
+            f"arrays it does not read: {', '.join(unread)})")

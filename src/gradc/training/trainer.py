@@ -38,7 +38,6 @@ from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan, said_once
 from .evaluation import trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
-from .heads import with_loss_head_names
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import Stopped, deferred_interrupt
 from .lbfgs import LBFGS, program_objective
@@ -191,8 +190,7 @@ class Trainer:
                              "data (--eval) and the loss")
         self.metrics = metrics or EvalMetrics()
         self.early_stopping = early = None if early_stop is None else EarlyStopping(
-            self.program, monitor or self.fetch[0], early_stop, self.fetch,
-            with_loss_head_names(self.program, self.metrics.names()), self.metrics.lower_names())
+            self.program, monitor or self.fetch[0], early_stop, self.fetch, *self.metrics.watched(self.program))
         data = without_unread(self.program, as_data(data, "data", self.program))
         if eval_data is not None:
             eval_data = self._eval_data(eval_data)
