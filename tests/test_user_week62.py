@@ -162,3 +162,37 @@ def test_train_eval_early_stops_on_the_cer(files):
     assert run.returncode == 0, run.stderr
     epochs = [line for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
     assert epochs and all({"seq_acc", "cer", "norm_edit_dis"} <= set(line["eval"]) for line in epochs)
+
+
+def test_exported_recogniser_fine_tunes_with_a_ctc_loss_added(files):
+    """Fault: an exported recogniser (Paddle's inference program, softmax probabilities [N, T, C]) could not be
+    fine-tuned: `--add-loss` offered cross-entropy (against one class an example) and mse, and `gradc info` pointed to
+    them. `--add-loss ctc --train-mode` appends nn.CTCLoss(blank 0, 'mean') through the softmax's logits, every step
+    read, against new inputs label and label_len: from the exported weights with Adam anew, Paddle's training
+    program's 6 losses from the same weights (0.5609 ... 0.3941) to 1e-6."""
+    crnn = files / "crnn"
+    exported = gradc_cli("export", crnn / "infer.pb", "-o", files / "ship", "--input", "image", "--fetch",
+                         META["infer_probs"], "--params", crnn / "final.npz")
+    assert exported.returncode == 0, exported.stderr
+    info = gradc_cli("info", files / "ship.pdmodel")
+    assert "--add-loss cross-entropy|mse|ctc" in info.stdout
+    compiled = gradc_cli("compile", files / "ship.pdmodel", "-o", files / "ft.pb", "--add-loss", "ctc", "--train-mode",
+                         "--optimizer", "adam", "--lr", 0.01)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "against the inputs label (padded labels, int32) and label_len (their lengths, int64), blank 0" in \
+        compiled.stdout
+    run = train_steps(files / "ft.pb", files / "ft.startup.pb", crnn / "data.npz", BATCH, "--params",
+                      files / "ship.pdiparams")
+    np.testing.assert_allclose(step_losses(run), META["finetune_losses"], rtol=1e-6)
+
+
+def test_add_loss_ctc_refusals(files):
+    """A blank outside the classes, an output not of rank 3, and a --label of four parts: one line each (exit 1)."""
+    crnn, probs = files / "crnn", ("--loss-of", META["infer_probs"])
+    cases = {("--label", "label,label_len,9", *probs): "the blank 9 is not one of the 9 classes",
+             ("--loss-of", "conv2d_0.tmp_1"): "is [-1, 8, 8, 32]: the CTC loss scores an output of scores a step",
+             ("--label", "a,b,c,d", *probs): "with --add-loss ctc give LABEL[,LENGTHS[,BLANK]]"}
+    for args, said in cases.items():
+        run = gradc_cli("compile", crnn / "infer.pb", "-o", files / "no.pb", "--add-loss", "ctc", *args)
+        assert run.returncode == 1 and run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
+    assert not (files / "no.pb").exists()

@@ -27,6 +27,7 @@ from ..pairing import initialiser_program
 from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
+from ..training.finetune_ctc import ctc_inputs
 from ..verification import verify
 from .json_output import emit, recorded_warnings
 from .loss_option import loss_option
@@ -41,8 +42,10 @@ from .name_globs import input_gradients, matching, warn_frozen_named, with_gradi
              "(its elements summed).")
 @click.option("--add-loss", "add_loss_kind", type=click.Choice(KINDS), help="Fine-tune a model that has no loss (an "
               "inference model paddle.jit.save wrote): append cross-entropy (F.cross_entropy against integer class "
-              "labels) or mse of its output, against a new input --label.")
-@click.option("--label", default="label", show_default=True, help="With --add-loss: the name of the labels' input.")
+              "labels), mse or ctc (nn.CTCLoss of a recogniser's scores a step, [N, T, C], blank 0) of its output, "
+              "against a new input --label.")
+@click.option("--label", default="label", show_default=True, help="With --add-loss: the name of the labels' input "
+              "(ctc: LABEL[,LENGTHS[,BLANK]], the padded labels', their lengths' (default LABEL_len) and the blank).")
 @click.option("--class-axis", type=int, default=-1, show_default=True, help="With --add-loss cross-entropy: the "
               "output's axis of classes (1 for a segmentation model's [N, C, H, W], its labels [N, 1, H, W]).")
 @click.option("--ignore-index", type=int, metavar="N", help="With --add-loss cross-entropy: labels N count in no loss "
@@ -237,6 +240,11 @@ def _add_loss(prog, kind: str, label: str, loss_of: str | None, say, axis: int, 
     if marked:
         say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
     loss = add_loss(prog, kind, label, loss_of, axis, ignore_index)
+    if kind == "ctc":   # the labels' input and their lengths', and the blank
+        labels, lengths, blank = ctc_inputs(label)
+        say(f"added the loss {loss}: ctc of {loss_of or 'the output'} against the inputs {labels} (padded labels, "
+            f"int32) and {lengths} (their lengths, int64), blank {blank}")
+        return loss
     scored = ""
     shape = prog.global_block.var(label).shape
     if kind == "cross-entropy" and (len(shape) > 2 or axis != -1 or ignore_index is not None):

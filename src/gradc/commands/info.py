@@ -235,7 +235,7 @@ def _kind(kinds: Counter, has_loss: bool, merged: bool = False, inner: bool = Fa
         return "forward program with feed and fetch ops and a loss: gradc compile appends its backward"
     if kinds[FEED_FETCH]:
         return ("inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or "
-                "fine-tune it with a loss added (gradc compile --add-loss cross-entropy|mse)")
+                "fine-tune it with a loss added (gradc compile --add-loss cross-entropy|mse|ctc)")
     if not has_loss:   # a sampler, or several candidates: compile would refuse it as it is
         return "forward program without a loss gradc picks: gradc run runs it; gradc compile needs --loss NAME"
     return "forward program: gradc compile appends its backward"

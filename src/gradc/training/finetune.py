@@ -8,7 +8,8 @@ cross-entropy is Paddle's F.cross_entropy over the last axis (or ``axis``: 1 for
 against integer class labels of the output's shape with 1 there ([N, 1, H, W]), its mean over the labels other than
 ``ignore_index`` (a segmentation map's 255 borders) when one is given; an output a softmax op writes is scored through
 that softmax's input (the same loss, without the log of a rounded probability).
-mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program. A
+mse is F.mse_loss against float targets of the output's shape; ctc is nn.CTCLoss over scores a step [N, T, C] against
+padded labels and their lengths (finetune_ctc.py). The label var is a new input of the program. A
 legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
 reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then. A saved model
 is in test mode (dropout off, batch norm on its running statistics) and fine-tunes so unless set_train_mode turns it
@@ -22,8 +23,9 @@ from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import DIFFERENTIABLE_DTYPES, AttrType, Block, Program, VarType
 from ..ops.infer import InferContext
+from .finetune_ctc import append_ctc
 
-KINDS = ("cross-entropy", "mse")
+KINDS = ("cross-entropy", "mse", "ctc")
 
 
 def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label", output: str | None = None,
@@ -44,6 +46,9 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
     if var.dtype not in (VarType.FP32, VarType.FP64) or var.shape is None:
         raise GradcError(f"the output '{output}' the loss scores is not a float tensor of known shape")
     mark_parameters(block)
+    if kind == "ctc":   # scores a step, [N, T, C]: through their softmax, as nn.CTCLoss takes logits
+        return append_ctc(block, _softmax_input(block, output, 2) if len(var.shape) == 3 else output, label, _fresh,
+                          _mean)
     if block.find_var(label) is not None:
         raise GradcError(f"the label var '{label}' is already a var of the program; name the labels otherwise "
                          f"(--label NAME)")
