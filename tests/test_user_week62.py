@@ -196,3 +196,26 @@ def test_add_loss_ctc_refusals(files):
         run = gradc_cli("compile", crnn / "infer.pb", "-o", files / "no.pb", "--add-loss", "ctc", *args)
         assert run.returncode == 1 and run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
     assert not (files / "no.pb").exists()
+
+
+def test_a_ctc_label_that_is_the_blank_is_refused_before_the_first_step(files):
+    """Fault: a line whose label holds the blank (an OCR dictionary's missing character mapped to 0) in the data's last
+    batch stopped training at step 6, after 5 steps, naming no line ("Label holds 0: labels must be classes in [0, 9)
+    other than blank=0"); a length past the labels' width alike. Both are refused before the first step, naming the
+    example and the position, as a classifier's labels are."""
+    crnn = files / "crnn"
+    data = dict(np.load(crnn / "data.npz"))
+    blank, long = dict(data), dict(data)
+    blank["label"] = data["label"].copy()
+    blank["label"][40, 1] = 0
+    long["label_len"] = data["label_len"].copy()
+    long["label_len"][44] = 6
+    said = {"blank": "array 'label' holds the label 0 (example 41, position 2 of its 5), but block 0, op 26 (warpctc) "
+                     "reads labels as classes 0 to 8 other than its blank 0",
+            "long": "array 'label_len' holds the length 6 (example 45), but the padded labels 'label' (block 0, op 26 "
+                    "(warpctc)'s) are 5 wide: a length is 0 to 5"}
+    for name, arrays in (("blank", blank), ("long", long)):
+        np.savez(files / f"{name}.npz", **arrays)
+        run = train_steps(crnn / "train.pb", crnn / "startup.pb", files / f"{name}.npz", BATCH, "--params",
+                          crnn / "init.npz")
+        assert run.returncode == 1 and run.stdout == "" and said[name] in run.stderr, run.stderr

@@ -122,6 +122,7 @@ def check_indices(program: Program, arrays: dict, source: str, item: str = "arra
     value, the example and the class or row count the program gives. ``sequences``: the offsets of the arrays whose
     rows are sequences' (NAME@LOD0), whose row is named as its example's."""
     _check_ids(program, arrays, source, item, sequences or {})
+    _check_ctc_labels(program, arrays, source, item)
     for found in classifiers(program):
         if found.classes is None or found.label not in arrays:
             continue
@@ -169,6 +170,36 @@ def _check_ids(program: Program, arrays: dict, source: str, item: str, sequences
             raise FeedError(f"{source}: {item} '{ids}' holds the id {bad[0]} (example {bad[1]}), but "
                             f"{op_location(0, index, op.type)} looks ids up in the {rows} rows of '{table}': an id "
                             f"is {allowed}")
+
+
+def _check_ctc_labels(program: Program, arrays: dict, source: str, item: str) -> None:
+    """A warpctc op's padded labels and their lengths in the data: each length within the labels' width, each label
+    within its length a class of the logits other than the blank (an OCR line's character missing from the
+    dictionary, mapped to the blank), found before the first step, not at the batch that holds it."""
+    block = program.global_block
+    for index, op in enumerate(block.ops):
+        if op.type != "warpctc" or not op.input("LabelLength"):
+            continue
+        label, lengths = op.input("Label")[0], op.input("LabelLength")[0]
+        if label not in arrays or lengths not in arrays or np.ndim(arrays[label]) != 2:
+            continue
+        labels, sizes = np.asarray(arrays[label]), np.asarray(arrays[lengths]).reshape(-1)
+        where, width = op_location(0, index, op.type), labels.shape[1]
+        if sizes.size == labels.shape[0] and ((sizes < 0) | (sizes > width)).any():
+            example = int(np.flatnonzero((sizes < 0) | (sizes > width))[0])
+            raise FeedError(f"{source}: {item} '{lengths}' holds the length {int(sizes[example])} (example "
+                            f"{example + 1}), but the padded labels '{label}' ({where}'s) are {width} wide: a length "
+                            f"is 0 to {width}")
+        classes = (getattr(block.find_var(op.input("Logits")[0]), "shape", None) or [-1])[-1]
+        blank = int(op.attrs.get("blank", 0))
+        read = np.arange(width) < sizes.reshape(-1, 1) if sizes.size == labels.shape[0] else np.ones(labels.shape, bool)
+        bad = read & ((labels == blank) | (labels < 0) | (labels >= classes if classes > 0 else False))
+        if bad.any():
+            example, position = (int(i) for i in np.argwhere(bad)[0])
+            allowed = f"0 to {classes - 1}" if classes > 0 else "0 or more"
+            raise FeedError(f"{source}: {item} '{label}' holds the label {int(labels[example, position])} (example "
+                            f"{example + 1}, position {position + 1} of its {int(sizes[example])}), but {where} "
+                            f"reads labels as classes {allowed} other than its blank {blank}")
 
 
 def out_of_range(labels, classes: int, ignore_index: int | None = None) -> tuple[int, int] | None:
