@@ -224,7 +224,7 @@ def test_info_says_what_a_program_takes_and_gives():
     assert model.stdout.splitlines()[:7] == [
         f"{FIRST_DAY / 'model.pdmodel'}: legacy ProgramDesc (binary), 1 block(s), 8 ops",
         "kind: inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or fine-tune "
-        "it with a loss added (gradc compile --add-loss cross-entropy|mse)",
+        "it with a loss added (gradc compile --add-loss cross-entropy|mse|ctc)",
         "inputs:", "  x  float32[-1, 8]", "outputs (fetch ops):", f"  {META['softmax']}  float32[-1, 4]",
         "persistable vars (the values --params gives): 4 (212 values)"]
     forward = gradc_cli("info", FIRST_DAY / "forward.json")

@@ -9,7 +9,7 @@ import math
 import click
 
 from ..errors import GradcError
-from ..training.ctc_eval import parse_ctc
+from ..training.ctc_args import parse_ctc
 from ..training.eval_plan import EvalMetrics
 from ..training.keypoints import PCK, parse_keypoints, parse_pck
 from ..training.ranking import parse_ranking

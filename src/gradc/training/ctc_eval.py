@@ -35,17 +35,6 @@ class CtcSpec:
         return [name for name in dict.fromkeys(named) if name not in self.from_data]
 
 
-def parse_ctc(value: str) -> tuple[str, str, int | None]:
-    """``LABEL,LENGTHS[,BLANK]``: the data's padded labels and their lengths, and the blank class (default: the
-    program's warpctc op's, else 0)."""
-    parts = [part.strip() for part in value.split(",")]
-    blank = int(parts.pop()) if len(parts) == 3 and parts[2].lstrip("-").isdigit() else None
-    if len(parts) != 2 or not all(parts) or blank is not None and blank < 0:
-        raise GradcError(f"--ctc {value!r}: give LABEL,LENGTHS[,BLANK] (the data's padded labels [N, L], their "
-                         f"lengths [N], and the blank class, 0 or more: default the warpctc op's, else 0)")
-    return parts[0], parts[1], blank
-
-
 def find_ctc(program: Program, names: Sequence[str], asked: tuple[str, str, int | None] | None) -> CtcSpec | None:
     """The CTC decode to score: ``asked``'s labels against the one output of rank 3 of an exported model, or the one
     warpctc op of the program (its labels and lengths, fed or computed), which ``asked`` may name the blank of."""

@@ -29,7 +29,8 @@ from ..executor import Executor, Scope, randomness
 from ..executor.feeding import program_inputs
 from ..ir import Program
 from ..pairing import BACKWARD, op_kinds
-from .ctc_eval import ctc_hint, find_ctc, parse_ctc
+from .ctc_args import parse_ctc
+from .ctc_eval import ctc_hint, find_ctc
 from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, check_fetch_names, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import GradcError
 from ..ir import Block, VarType
-from .ctc_eval import parse_ctc
+from .ctc_args import parse_ctc
 
 
 def ctc_inputs(label: str) -> tuple[str, str, int]:
