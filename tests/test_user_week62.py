@@ -138,7 +138,8 @@ def test_evaluate_scores_an_exported_recogniser_with_ctc(files):
 
 def test_ctc_option_usage(files):
     """--ctc with one name is a usage error (exit 2); labels the data does not hold are one line (exit 1); a blank
-    given as a third element replaces the op's (blank 3, a glyph: nothing reads right)."""
+    given as a third element replaces the op's (blank 3, a glyph: nothing reads right); labels all empty leave the
+    CER undefined, NaN and a note, as the other metrics with nothing to count."""
     crnn = files / "crnn"
     common = ("evaluate", crnn / "forward.pb", "--params", crnn / "final.npz", "--data", crnn / "test.npz")
     usage = gradc_cli(*common, "--ctc", "label")
@@ -147,6 +148,14 @@ def test_ctc_option_usage(files):
                         "--ctc", "label,lens")
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no array 'lens'" in missing.stderr
     assert _evaluated(*common[1:], "--ctc", "label,label_len,3")["seq_acc"] == 0
+    empty = dict(np.load(crnn / "test.npz"))
+    empty["label_len"] = np.zeros_like(empty["label_len"])
+    np.savez(files / "empty.npz", **empty)
+    undefined = gradc_cli("evaluate", crnn / "forward.pb", "--params", crnn / "final.npz", "--data",
+                          files / "empty.npz", "--json")
+    assert undefined.returncode == 0 and json.loads(undefined.stdout)["cer"] == "nan"
+    assert "every label 'label' is empty (its lengths 'label_len' are 0): the CER is undefined (nan)" in \
+        undefined.stderr
 
 
 def test_train_eval_early_stops_on_the_cer(files):

@@ -8,12 +8,14 @@ one warpctc op (its Logits, LogitsLength, Label, LabelLength and blank), or aske
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcNotice
 from ..ir import Program
 from .heads import score_outputs
 
@@ -84,9 +86,10 @@ class CtcTally:
 
     def __init__(self, spec: CtcSpec):
         self.spec, self.count, self.exact, self.distance, self.length, self.normalised = spec, 0, 0, 0, 0, 0.0
+        self.source = "data"
 
     def add(self, values: Mapping[str, np.ndarray], source: str) -> None:
-        spec = self.spec
+        spec, self.source = self.spec, source
         scores = np.asarray(values[spec.scores])
         scores = scores.transpose(1, 0, 2) if spec.time_major else scores
         labels = np.asarray(values[spec.label]).reshape(scores.shape[0], -1)
@@ -110,7 +113,10 @@ class CtcTally:
             self.normalised += distance / max(len(read), int(size), 1)
 
     def results(self) -> dict[str, float]:
-        cer = self.distance / self.length if self.length else float(self.distance > 0)
+        if not self.length:   # no character to err on: undefined, as the other metrics with nothing to count
+            warnings.warn(f"{self.source}: every label '{self.spec.label}' is empty (its lengths "
+                          f"'{self.spec.label_len}' are 0): the CER is undefined (nan)", GradcNotice, stacklevel=2)
+        cer = self.distance / self.length if self.length else math.nan
         return dict(zip(CTC_KEYS, (self.exact / self.count, cer, 1 - self.normalised / self.count)))
 
 
