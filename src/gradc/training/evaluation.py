@@ -9,8 +9,9 @@ micro and macro F1 where the accuracy would be (multilabel.py). The forward part
 evaluate``, ``gradc.evaluate`` and the trainer's evaluation after each epoch (``--eval``) are this, so their numbers
 agree.
 
-Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op (the data's array,
-or a var the program computes from the data's values: a captioner's caption[:, 1:]), or, in a saved
+Accuracy needs class scores and labels (class_scores.py finds them): the scores and Label of the program's
+cross-entropy op (the data's array, or a var the program computes from the data's values: a captioner's
+caption[:, 1:]), or, in a saved
 inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
 read (or the array ``label`` names), the classes along the axis the labels' shape leaves out (the last, or a
 segmentation map's 1: scores [N, C, H, W], labels [N, 1, H, W] or [N, H, W]). An example (a pixel) is right at top-k
@@ -28,18 +29,18 @@ from ..errors import FeedError, GradcError, GradcNotice
 from ..executor import Executor, Scope, randomness
 from ..executor.feeding import program_inputs
 from ..ir import Program
-from ..pairing import BACKWARD, op_kinds
+from .class_scores import find_scores
 from .ctc_args import parse_ctc
-from .ctc_eval import ctc_hint, find_ctc
+from .ctc_eval import find_ctc
 from .data import Dataset, OneBatch, as_data, check_fits
 from .eval_plan import EvalMetrics, EvalPlan, check_fetch_names, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
-from .heads import Head, loss_heads, named_heads, paired, pairing, pairing_hint, score_outputs
+from .heads import pairing_hint
 from .history import default_fetch
 from .keypoints import check_keypoints, keypoints_hint, parse_keypoints, pcks
-from .labels import chosen_scores, classifiers
+from .labels import chosen_scores
 from .multilabel import at_threshold, find_multilabel
-from .programs import computed_from_data, forward_part, missing_inputs, prune, reads_data_values
+from .programs import forward_part, missing_inputs, prune
 from .ranking import check_ranking, parse_ranking
 from .retrieval import check_towers, parse_pair
 from .roc import check_roc, parse_roc
@@ -84,7 +85,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
     if miou or f1 or topk and not recall and not ranking and not roc and not ctc:   # --topk's k: recall@k's, NDCG@k's
         if scores is None:
-            _find_scores(result, forward, names, label)
+            find_scores(result, forward, names, label)
         else:
             result.scores = scores
             result.label, result.axis, result.ignore_index = chosen_scores(forward, names, label, scores)
@@ -174,68 +175,6 @@ def named_losses(program: Program, loss: str | Sequence[str] | None, fetch: Sequ
                       f"as a metric; name the loss with --loss", GradcNotice, stacklevel=3)
         return []
     return default_fetch(program, notice=True)
-
-
-def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
-    if pairs := paired(label):   # an inference model's outputs, each with its labels
-        heads = named_heads(forward, names, pairs)
-        result.scores, result.label, result.axis = heads[0].scores, heads[0].label, None
-        result.heads = heads if len(heads) > 1 else []
-        return
-    direct = _computing(forward, result.losses)   # MAML's query classifier before its support one
-    for found in sorted(classifiers(forward), key=lambda found: found.index not in direct):
-        if found.label in names and (label is None or label == found.label):
-            result.scores, result.label, result.axis = found.scores, found.label, found.axis
-            result.ignore_index = found.ignore_index
-            others = loss_heads(forward, names, found.label) if label is None else []
-            result.heads = [Head(found.scores, found.label, found.axis, found.ignore_index), *others] if others else []
-            return
-    if label is None:   # labels the program computes from the data: a captioner's next tokens, caption[:, 1:]
-        derived = computed_from_data(forward.global_block)
-        for found in classifiers(forward):
-            if (found.label in derived and reads_data_values(forward.global_block, found.label)
-                    and not missing_inputs(forward, [found.label], names)):
-                result.scores, result.label, result.axis = found.scores, found.label, found.axis
-                result.ignore_index, result.label_computed = found.ignore_index, True
-                return
-    block, given = forward.global_block, label
-    scores = score_outputs(block)
-    if label is None:
-        unread = [name for name in names if block.find_var(name) is None]
-        label = unread[0] if len(unread) == 1 else None
-    elif label not in names:
-        raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
-    if len(scores) > 1 and given is not None:   # which output is whose: the user's to say
-        raise GradcError(f"evaluation: {pairing(scores)}")
-    if len(scores) == 1 and label is not None:
-        result.scores, result.label, result.axis = scores[0], label, None
-    elif len(scores) == 1 and not result.scalars:   # nothing else to report: say what the data lacks
-        unread = [name for name in names if block.find_var(name) is None]
-        lacking = (f"several arrays it does not read could be them ({', '.join(unread)}): pick one with --label NAME"
-                   if unread else f"it holds only what the model reads ({', '.join(names)}): add an array of class "
-                                  f"labels (any name the model does not read, or --label NAME)")
-        raise GradcError(f"evaluation: the model's class scores ({scores[0]}) need labels to score; {lacking}"
-                         f"{ctc_hint(block, scores[0], unread)}")
-    elif len(scores) > 1 and label is not None and not result.scalars:   # a multi-head model's outputs
-        raise GradcError(f"evaluation: the model has several outputs that could be class scores ({', '.join(scores)}): "
-                         f"name the one to score against '{label}' with --scores NAME (each head of a multi-head "
-                         f"model in turn)")
-    elif given is not None:   # an input the model reads (its features), or labels of a program with no class scores
-        readers = sorted({found.label for found in classifiers(forward)})
-        meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""
-        raise GradcError(f"evaluation: --label {label}: no class scores of the program are scored against it{meant}")
-
-
-def _computing(forward: Program, losses: Sequence[str]) -> set[int]:
-    """The indices of the forward ops ``losses`` are computed from, not through a backward op (an inner step's)."""
-    block, needed, found = forward.global_block, set(losses), set()
-    kinds = op_kinds(block)
-    for index in range(len(block.ops) - 1, -1, -1):
-        op = block.ops[index]
-        if kinds[index] != BACKWARD and needed.intersection(op.output_names()):
-            needed.update(op.input_names())
-            found.add(index)
-    return found
 
 
 def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
