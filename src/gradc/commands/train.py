@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import click
 import numpy as np
@@ -29,6 +28,7 @@ from ..training.report import ConsoleReporter
 from ..training.startup_values import load_after_startups, preloaded
 from .eval_options import check_pck, metric_options, metrics_asked
 from .run import STRICT_PARAMS
+from .train_interrupt import kept_after_interrupt
 from .train_report import JsonLinesReporter
 
 
@@ -236,7 +236,7 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
     except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
         raise click.UsageError(str(exc)) from None
     except Stopped as stop:
-        kept, directory = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
+        kept, directory = kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
         if as_json:   # the steps done and where they were kept, as a finished run's last line says them
             reporter.emit_end(trainer.history, save_params, None, directory and str(directory), interrupted=True)
         raise Interrupted(kept) from None
@@ -259,36 +259,6 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
             click.echo(f"wrote {plot}")
     if as_json:
         reporter.emit_end(history, save_params, plot, checkpoint_dir or resume)
-
-
-def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpoint_dir,
-                          save_params) -> tuple[str, Path | str | None]:
-    """Ctrl-C between two steps keeps the training done: without --checkpoint-dir a checkpoint goes to a new
-    PROGRAM.interrupted directory here (as --checkpoint-dir would have kept one), and --save-params is written.
-    What to say, and the directory the checkpoint is in (None: none could be saved)."""
-    said, directory = str(stop), checkpoint_dir
-    if not checkpoint_dir:
-        directory = _fresh_directory(Path(Path(program).stem + ".interrupted"))
-        try:
-            trainer.save_checkpoint(directory)
-            said = (f"interrupted after {stop.where}; checkpoint saved in {directory} (continue with the same command "
-                    f"and --resume {directory})")
-        except GradcError as exc:
-            said, directory = f"interrupted after {stop.where}; no checkpoint saved: {exc}", None
-    if save_params:
-        write_model_params(trainer.scope, save_params, trainer.program)
-        said += f"; wrote {save_params} (the model parameters after step {stop.step})"
-    return said, directory
-
-
-def _fresh_directory(wanted: Path) -> Path:
-    """``wanted``, or ``wanted-2``, ``-3``, ...: a directory no earlier run's checkpoints are in (a resume takes the
-    checkpoint of the highest step, which could be another run's)."""
-    candidate, number = wanted, 1
-    while candidate.exists():
-        number += 1
-        candidate = wanted.with_name(f"{wanted.name}-{number}")
-    return candidate
 
 
 def _warn_of_a_zero_rate(trainer) -> None:
