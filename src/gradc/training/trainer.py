@@ -32,24 +32,25 @@ from ..ir import Program
 from ..rnn_flat import program_flat_buffers
 from ..schedule_base import minimized_with
 from .best import EarlyStopping
-from .checkpoint import checkpoint_directory, save_checkpoint
+from .checkpoint import checkpoint_directory
 from .data import Dataset, OneBatch, as_data, check_fits, examples, naming, without_unread
 from .eval_plan import EvalMetrics, EvalPlan, data_arrays, fit_labels, only_read, reported
 from .eval_run import evaluate_plan, said_once
 from .evaluation import trainer_plan
 from .grad_norms import gradient_norms, overflow_flag, parameter_gradients
 from .history import History, Reporter, default_fetch, scalar
-from .interrupt import Stopped, deferred_interrupt
+from .interrupt import deferred_interrupt
 from .lbfgs import LBFGS, program_objective
 from .params import refresh_flat_buffers, run_startup
 from .programs import updates_nothing
 from .resume import resume_from
 from .set_metrics import set_kinds
+from .trainer_checkpoints import TrainerCheckpoints
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
 
-class Trainer:
+class Trainer(TrainerCheckpoints):
     def __init__(self, program: Program | str | os.PathLike, startup=(), scope: Scope | None = None, *,
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
@@ -263,46 +264,6 @@ class Trainer:
     def _stale(self) -> bool:
         """Early stopping's patience has run out (read from the history, so a resumed run agrees)."""
         return self.early_stopping is not None and self.early_stopping.stale(self.history)
-
-    # ------------------------------------------------------------------ checkpoints
-    def persistable_values(self) -> dict[str, np.ndarray]:
-        """The arrays of the scope that are vars of the program (not another program's values loaded beside)."""
-        block = self.program.global_block
-        return {name: np.asarray(value) for name, value in self.scope.vars.items()
-                if isinstance(value, np.ndarray) and block.find_var(name) is not None}
-
-    def _count_time(self) -> None:
-        """Add the time since the last count to the history (a checkpoint keeps it: a resumed run's rate is whole)."""
-        now = time.perf_counter()
-        self.history.seconds += now - self._clock
-        self._clock = now
-
-    def _save(self, directory, settings: dict) -> int:
-        self._count_time()
-        state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
-                 "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
-        best = self.early_stopping.checkpoint_values() if self.early_stopping else {}
-        lbfgs = self.lbfgs.checkpoint_values() if self.lbfgs is not None else {}
-        save_checkpoint(directory, {**self.persistable_values(), **best, **lbfgs}, state)
-        return self.step
-
-    def save_checkpoint(self, directory) -> None:
-        """A checkpoint of where the last ``fit`` stands (after an interruption, say), which ``resume=`` continues."""
-        if self._settings is None:
-            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands")
-        self._save(checkpoint_directory(directory), self._settings)
-
-    def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
-        self._count_time()   # the history's seconds include the steps done, whoever reports them
-        where = f"step {self.step} (epoch {self.epoch + 1}, batch {self.batch})"
-        if not directory:   # the scope is whole: the caller may still save it (gradc train does)
-            raise Stopped(f"interrupted after {where}; no checkpoint_dir, so nothing saved: the trainer's scope holds "
-                          f"the parameters (gradc.save_params, or trainer.save_checkpoint(DIR) to resume)",
-                          self.step, where)
-        if saved_at != self.step:
-            self._save(directory, settings)
-        raise Stopped(f"interrupted after {where}; checkpoint saved in {directory} "
-                      f"(continue with --resume {directory})", self.step, where)
 
 
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
