@@ -25,6 +25,7 @@ from ..io.pdiparams import persistable_names, read_params, read_separate, write_
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program
 from ..rnn_flat import program_flat_buffers
+from .param_sets import holding_program, model_params, optimizer_state
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -143,7 +144,7 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
                 continue
             tried.append(names)
             try:
-                return read_params(path, _holding(program, forward, names))
+                return read_params(path, holding_program(program, forward, names))
             except FormatError:
                 pass
         raise whole_program from None
@@ -239,7 +240,7 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
     values = {name: rebuilt_buffer(scope, buffers[name]) if name in buffers else np.asarray(scope[name])
               for name in names}
     if suffix == ".pdiparams":
-        write_params(path, _holding(program, forward, names), values)
+        write_params(path, holding_program(program, forward, names), values)
     elif suffix in PICKLED:
         write_pickled(path, values)
     else:
@@ -263,51 +264,9 @@ def rebuilt_buffer(scope, cells: list[str]) -> np.ndarray:
     return np.concatenate([np.asarray(scope[cell], dtype).ravel() for cell in cells])
 
 
-def model_params(program: Program, forward: Program) -> list[str]:
-    """The forward part's persistable vars but the auc ops' counts, and the vars the program marks parameters that
-    only its training ops read (paddle.incubate.asp's 2:4 masks, multiplied into the weights after each update): what
-    paddle.static.save writes to .pdparams, so that a run resumed from the file keeps the masks."""
-    declared = {name: var for block in program.blocks for name, var in block.vars.items()}
-    read = {name for block in program.blocks for op in block.ops for name in op.input_names()}
-    model = _forward_model(forward)
-    return model + [name for name in persistable_names(program)
-                    if declared[name].is_parameter and name in read and name not in model]
-
-
-def optimizer_state(program: Program, forward: Program) -> list[str]:
-    """What paddle.static.save writes to .pdopt: every persistable var but the parameters (accumulators, learning
-    rate, step counters, EMA and gradient-merge state, the auc ops' counts), so that .pdparams and .pdopt together
-    resume a run."""
-    declared = {name: var for block in program.blocks for name, var in block.vars.items()}
-    marked = any(var.is_parameter for var in declared.values())   # Paddle's programs mark them; others: the model's
-    model = set(_forward_model(forward))
-    return [name for name in persistable_names(program)
-            if not (declared[name].is_parameter if marked else name in model)]
-
-
-def _forward_model(forward: Program) -> list[str]:
-    """The forward part's persistables but the auc ops' running counts, a metric's state no prediction reads, which
-    paddle.static.save writes to .pdopt (they are no Parameter) and an evaluation counts from zero."""
-    from .set_metrics import auc_counts  # and the pruning it shares with evaluation: only for a save
-    counts = set(auc_counts(forward)[0])
-    return [name for name in persistable_names(forward) if name not in counts]
-
-
 def check_params_path(path: str | os.PathLike) -> None:
     """A parameter file is written in the format its extension names: another extension is refused (before
     training, on the command line) rather than given an .npz under a name that says otherwise."""
     if Path(path).suffix not in (".npz", ".pdiparams", *PICKLED):
         raise GradcError(f"cannot tell the format of '{path}' from its extension: use .npz, .pdiparams or .pdparams "
                          f"(or .pdopt, for the optimizer's state)")
-
-
-def _holding(program: Program, forward: Program, names: list[str]) -> Program:
-    """A program whose persistable vars are exactly ``names`` (the order a .pdiparams file is in)."""
-    holder = Program()
-    for name in names:
-        var = forward.global_block.find_var(name) or program.global_block.find_var(name)
-        if var is None:
-            raise GradcError(f"cannot save '{name}' in a .pdiparams: the program has no such var")
-        copy = holder.global_block.add_var(var.copy())
-        copy.persistable = True
-    return holder
