@@ -109,3 +109,67 @@ def test_the_export_runs_to_paddles_predictor(files):
         assert out[rows].shape == paddle["rows"].shape == (158, 6)
         np.testing.assert_allclose(out[rows], paddle["rows"], rtol=0, atol=2e-5)
         np.testing.assert_array_equal(out[counts], paddle["counts"])
+
+
+@pytest.mark.parametrize("batch_size", [5, 24])
+def test_evaluate_gives_the_detectors_map(files, batch_size):
+    """FAULT: gradc evaluate had no detection metric: no mAP of an NMS op's rows against the data's boxes (it asked
+    for class labels). `--detections ROWS,BOXES,LABELS` gives VOC's mAP over the whole set: 0.365097 at IoU 0.5, that
+    of Paddle's Predictor's boxes (computed by the fixture script), each class's AP, at any batch size; --iou 0.75
+    adds map@0.75."""
+    run = _evaluate(files, "--detections", f"{ROWS},boxes,labels", "--iou", 0.5, "--iou", 0.75, "--batch-size",
+                    batch_size, "--json")
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)
+    assert results["examples"] == 24
+    np.testing.assert_allclose(results["map@0.5"], META["map50"]["map"], rtol=1e-12)
+    np.testing.assert_allclose(results["class_ap@0.5"], META["map50"]["class_ap"], rtol=1e-12)
+    assert 0 < results["map@0.75"] < results["map@0.5"]
+    python = gradc.evaluate(files / "det.pdmodel", files / "test.npz", files / "det.pdiparams",
+                            detections=f"{ROWS},boxes,labels")
+    assert python["map@0.5"] == results["map@0.5"]
+
+
+def test_nms_rows_are_not_class_scores(files):
+    """FAULT: evaluate of the exported detector took its NMS rows [M, 6] for the scores of 6 classes: "the model's
+    class scores (multiclass_nms3_0.tmp_0) need labels", and with --label, "scores 6 classes: a label is 0 to 5".
+    Now the error offers --detections with the rows and the arrays the model does not read."""
+    bare = _evaluate(files)
+    assert bare.returncode == 1
+    assert "class scores (" not in bare.stderr
+    assert f"--detections {ROWS},BOXES,LABELS, of the arrays it does not read: boxes," in bare.stderr
+    labelled = _evaluate(files, "--label", "labels")
+    assert labelled.returncode == 1 and "6 classes" not in labelled.stderr
+
+
+def test_boxes_not_in_the_rows_coordinates_are_named(files):
+    """yolo_loss's true boxes (normalised centre and size) are not the rows' pixel corners: the mAP of them is 0, and
+    two warnings say why (49 boxes without area as corners; boxes within [0, 1] against rows reaching 31)."""
+    run = _evaluate(files, "--detections", f"{ROWS},gt_box,gt_label")
+    assert run.returncode == 0, run.stderr
+    assert "map@0.5: 0\n" in run.stdout
+    assert "49 of a class >= 0 have x2 <= x1 or y2 <= y1" in run.stderr
+    assert "all lie within [0, 1] and the detections reach 31" in run.stderr
+
+
+@pytest.mark.parametrize("options, code, message", [
+    (("--detections", "scores,boxes,labels"), 1, "'scores' is not computed by the forward part"),
+    (("--detections", f"{ROWS},boxes"), 2, "give ROWS,BOXES,LABELS"),
+    (("--detections", f"{ROWS},bboxes,labels"), 1, "the data has no array 'bboxes'"),
+    (("--iou", 0.5), 2, "--iou: only with --detections"),
+    (("--detections", f"{ROWS},boxes,labels", "--iou", 0), 2, "give IoU thresholds above 0 and up to 1"),
+])
+def test_detection_option_errors(files, options, code, message):
+    """Each mistake with --detections is one line (exit 1), or a usage error (exit 2)."""
+    run = _evaluate(files, *options)
+    assert run.returncode == code and message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_rows_not_from_a_counting_nms_are_refused(files):
+    """--detections of a var that is not an NMS op's rows (yolo_box's boxes in the inference program) is one line
+    naming the op that writes it."""
+    run = gradc_cli("evaluate", files / "inference.pb", "--params", files / "trained.npz", "--data",
+                    files / "test.npz", "--detections", "yolo_box_0.tmp_0,boxes,labels")
+    assert run.returncode == 1
+    assert "'yolo_box_0.tmp_0' is written by yolo_box, not by an NMS op" in run.stderr

@@ -17,6 +17,7 @@ from ..training.eval_plan import UnknownFetchError
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
 from ..training.multilabel import ThresholdError
+from .detection_options import detection_options
 from .eval_options import check_pck, metric_options
 from .json_output import emit, number
 from .loss_option import loss_option
@@ -52,16 +53,19 @@ from .run import STRICT_PARAMS
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
               "Carlo dropout pass; --seed for Paddle's masks), batch norm normalises by the batch.")
+@detection_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, scores, ignore_index,
-             mask, miou, f1, recall, ranking, roc, keypoints, pck, ctc, topk, threshold, seed, train_mode, as_json,
-             strict_params):
+             mask, miou, f1, recall, ranking, roc, keypoints, pck, ctc, topk, threshold, seed, train_mode, detections,
+             iou, as_json, strict_params):
     """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
     check_pck(pck, keypoints)
+    if iou and detections is None:
+        raise click.UsageError("--iou: only with --detections")
     prog = load(program)
     if feed is not None or episodes or len(data) > 1:
         data = Dataset.joined(data, "data", prog, others=True,
@@ -74,13 +78,13 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
                                    loss=list(losses), label=label, scores=scores, topk=topk, strict=strict_params,
                                    seed=seed, ignore_index=ignore_index, miou=miou, f1=f1, mask=mask, recall=recall,
                                    test_mode=not train_mode, ranking=ranking, roc=roc, threshold=threshold,
-                                   keypoints=keypoints, pck=pck, ctc=ctc)
+                                   keypoints=keypoints, pck=pck, ctc=ctc, detections=detections, iou=iou)
     except (ThresholdError, UnknownFetchError) as exc:   # a value given does not fit the model: a usage error
         raise click.UsageError(str(exc)) from None
     asked = click.get_current_context().get_parameter_source("topk") is not ParameterSource.DEFAULT
     accuracy = any(key == "acc" or key.startswith("acc_top") or key == "micro_f1" for key in results)
-    if asked and recall is None and ranking is None and roc is None and keypoints is None and not accuracy \
-            and "cer" not in results:
+    others = (recall, ranking, roc, keypoints, detections)
+    if asked and all(other is None for other in others) and not accuracy and "cer" not in results:
         warnings.warn(_no_class_scores(prog), GradcNotice, stacklevel=2)
     if as_json:   # an undefined metric's NaN as "nan": strict JSON has no NaN literal
         emit({name: [number(item) for item in value] if isinstance(value, list) else number(value)

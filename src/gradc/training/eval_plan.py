@@ -65,6 +65,9 @@ class EvalPlan:
     roc: tuple[str, str] | None = None   # a score an example and the data's labels: the set's ROC AUC
     keypoints: tuple[str, ...] | None = None   # predicted and true (x, y) (and visibility): mean error, PCK
     pck_at: list[PCK] = field(default_factory=list)
+    detections: tuple[str, ...] | None = None   # NMS rows, true boxes and classes: mAP at each IoU of iou_at
+    iou_at: list[float] = field(default_factory=list)
+    detection_counts: str | None = None   # the NMS op's rows of each image
     multilabel: MultiLabel | None = None   # a multi-label loss's scores and 0/1 labels: micro and macro F1
     heads: list[Head] = field(default_factory=list)   # with the scores' own: each head's accuracy, and all right
     ctc: CtcSpec | None = None         # a CTC recogniser's decode against its labels: seq_acc, cer, norm_edit_dis

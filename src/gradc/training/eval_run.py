@@ -1,6 +1,6 @@
 """Running an evaluation's plan (evaluation.plan) over every batch of a data set: the scalars averaged by example, the
 set's AUC, ratios and chunk F1, and the tallies of the top-k accuracy and mIoU, recall@k, a ranker's metrics, a
-score's ROC AUC, a multi-label loss's F1 and a CTC recogniser's decode."""
+score's ROC AUC, a multi-label loss's F1, a CTC recogniser's decode and a detector's mAP."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from . import set_metrics
 from .accuracy import ScoreTally, counted_positions, scored_rows
 from .ctc_eval import CtcTally, ctc_hint
 from .data import Dataset, OneBatch, examples, naming
+from .detections import DetectionTally
 from .eval_plan import EvalPlan
 from .heads import HeadTally
 from .history import scalar
@@ -46,7 +47,8 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     posed = list(evaluation.keypoints or ())[:1]
     others = [head.scores for head in evaluation.heads[1:]]
     decoded = evaluation.ctc.fetched() if evaluation.ctc else []
-    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed + others + decoded
+    boxed = [*evaluation.detections[:1], evaluation.detection_counts] if evaluation.detections else []
+    fetches = (scalar_fetches + list(chunks) + towers + ranked + detected + tagged + posed + boxed + others + decoded
                + ([evaluation.scores] if evaluation.scores else [])
                + ([evaluation.label] if evaluation.label_computed else []))
     tags = MultiLabelTally(evaluation.multilabel) if tagged else None
@@ -56,9 +58,10 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
     roc = RocTally(evaluation.roc)
     poses = KeypointTally(evaluation.keypoints, evaluation.pck_at) if posed else None
     read = CtcTally(evaluation.ctc) if evaluation.ctc else None
+    boxes = DetectionTally(evaluation.detections, evaluation.iou_at) if boxed else None
     totals, sums = dict.fromkeys(averaged, 0.0), dict.fromkeys(parts, 0.0)
     tally, count = ScoreTally(evaluation.topk, evaluation.miou, evaluation.f1), 0
-    heads, others_at = HeadTally(evaluation.heads), tags_at + len(tagged) + len(posed)
+    heads, others_at = HeadTally(evaluation.heads), tags_at + len(tagged) + len(posed) + len(boxed)
     counts, whole_set = auc_counts(evaluation.program)
     last = {}
     with counting_from_zero(scope, counts, evaluation.program):
@@ -85,6 +88,9 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
                 tags.add(values[tags_at], batch[evaluation.multilabel.label], data.source)
             if poses:
                 poses.add(values[tags_at + len(tagged)], batch, data.source)
+            if boxes:
+                at = tags_at + len(tagged) + len(posed)
+                boxes.add(values[at], values[at + 1], batch, data.source)
             if read:
                 at = others_at + len(others)
                 read.add({**batch, **dict(zip(decoded, values[at:at + len(decoded)]))}, data.source)
@@ -108,7 +114,7 @@ def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatc
             **(heads.results() if evaluation.heads else {}), **(retrieval.results() if towers else {}),
             **(ranking.results() if ranked else {}), **(roc.results() if detected else {}),
             **(tags.results() if tags else {}), **(poses.results() if poses else {}),
-            **(read.results() if read else {})}
+            **(read.results() if read else {}), **(boxes.results() if boxes else {})}
 
 
 @contextmanager

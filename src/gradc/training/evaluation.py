@@ -33,6 +33,7 @@ from .class_scores import find_scores
 from .ctc_args import parse_ctc
 from .ctc_eval import find_ctc
 from .data import Dataset, OneBatch, as_data, check_fits
+from .detections import count_var, detections_hint, parse_detections, parse_iou
 from .eval_plan import EvalMetrics, EvalPlan, check_fetch_names, data_arrays, fit_labels, only_read
 from .eval_run import evaluate_plan
 from .heads import pairing_hint
@@ -53,15 +54,16 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
          recall: tuple[str, str] | None = None, test_mode: bool = True,
          ranking: tuple[str, ...] | None = None, roc: tuple[str, str] | None = None,
          f1: bool = False, keypoints: tuple[str, ...] | None = None, pck: Sequence = (),
-         scores: str | None = None, ctc: tuple[str, str, int | None] | None = None) -> EvalPlan:
+         scores: str | None = None, ctc: tuple[str, str, int | None] | None = None,
+         detections: tuple[str, ...] | None = None, iou: Sequence = ()) -> EvalPlan:
     """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the ``losses``, as
     named_losses resolves them) averaged, and with ``topk`` the accuracy at each k (with ``miou`` the mIoU) where
     scores and labels are found; with ``recall`` (query, gallery) the recall@k of each k; with ``ranking`` (scores,
     relevance[, query ids]) NDCG@k and MRR; with ``roc`` (score, labels) the set's ROC AUC and average precision;
     with ``keypoints`` (predicted, true[, visibility]) the mean keypoint error and PCK at each of ``pck``; ``scores``:
     the class scores the accuracy is of (a multi-head model's head); a warpctc op's greedy decode scored, or with
-    ``ctc`` (labels, lengths, blank) an exported recogniser's (ctc_eval.py); in test mode unless ``test_mode`` is
-    False (dropout on: a Monte Carlo dropout pass)."""
+    ``ctc`` (labels, lengths, blank) an exported recogniser's (ctc_eval.py); with ``detections`` (NMS rows, true
+    boxes, their classes) the mAP at each IoU of ``iou``; in test mode unless ``test_mode`` is False (dropout on)."""
     # backward ops a loss is computed from stay (MAML's inner step, a gradient penalty), as export keeps them
     forward = forward_part(program, derivatives_of=[*losses, *(fetch or ())], test_mode=test_mode)
     block = forward.global_block
@@ -70,8 +72,9 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         if name not in written:
             raise GradcError(f"evaluation: the loss '{name}' is not computed by the forward part of the program")
     unfed = {}
-    metric = ("--ranking" if ranking else "--recall" if recall else "--roc" if roc else "--keypoints" if keypoints
-              else "--scores" if scores else None)
+    metric = next((option for option, asked in (("--ranking", ranking), ("--recall", recall), ("--roc", roc),
+                                                ("--keypoints", keypoints), ("--scores", scores),
+                                                ("--detections", detections)) if asked), None)
     if metric:   # held-out data for a metric need not hold what the loss alone reads (a replay batch's inputs)
         unfed = _unfed_losses(forward, names, losses, metric)
         losses = [name for name in losses if name not in unfed]
@@ -83,7 +86,8 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
                          f"forward part of the program")
     feeds = [name for name in names if block.find_var(name) is not None]
     result = EvalPlan(forward, feeds, scalars, [name for name in losses if name in scalars], unfed)
-    if miou or f1 or topk and not recall and not ranking and not roc and not ctc:   # --topk's k: recall@k's, NDCG@k's
+    no_scores = recall or ranking or roc or ctc or detections   # --topk's k: recall@k's, NDCG@k's; NMS rows: boxes
+    if miou or f1 or topk and not no_scores:
         if scores is None:
             find_scores(result, forward, names, label)
         else:
@@ -113,15 +117,19 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
         result.keypoints, result.pck_at = keypoints, pcks(pck)
         check_keypoints(forward, names, keypoints, [t.size for t in result.pck_at if t.size])
     result.ctc = find_ctc(forward, names, ctc)
+    if detections:
+        result.detections, result.iou_at = detections, parse_iou(iou)
+        result.detection_counts = count_var(forward, names, detections)
     needed = [*result.scalars, *(recall or ()), *([result.scores] if result.scores else []),
               *(result.ctc.fetched() if result.ctc else []),
               *([result.label] if result.label_computed else []), *(ranking or ())[:1],
-              *(roc or ())[:1], *(keypoints or ())[:1],
+              *(roc or ())[:1], *(keypoints or ())[:1], *(detections or ())[:1],
               *([result.multilabel.scores] if result.multilabel else []), *(head.scores for head in result.heads)]
     if not needed:
         raise GradcError(f"evaluation: no loss picked by itself ({no_loss_hint(program)}) and no class scores to "
                          "score against labels; name the loss (--loss NAME), the scalars to average (--fetch NAME) or "
-                         f"the labels (--label NAME){keypoints_hint(forward, names) or pairing_hint(block)}")
+                         f"the labels (--label NAME){keypoints_hint(forward, names) or pairing_hint(block)}"
+                         f"{detections_hint(forward, names)}")
     result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     result.derived = from_set_means(result.program, result.scalars, result.losses)
@@ -186,7 +194,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
              test_mode: bool = True, ranking: str | tuple[str, ...] | None = None,
              roc: str | tuple[str, str] | None = None, f1: bool = False, threshold: float | None = None,
              keypoints: str | tuple[str, ...] | None = None, pck: Sequence = (), scores: str | None = None,
-             ctc: str | tuple[str, str, int | None] | None = None) -> dict:
+             ctc: str | tuple[str, str, int | None] | None = None, detections: str | tuple[str, ...] | None = None,
+             iou: Sequence = ()) -> dict:
     """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
     Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss",
     "loss_var" (its var) and "loss_vars" ([its var]) when the program has a loss (several ``loss`` names: "loss" the
@@ -203,7 +212,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     ("PRED,TRUE[,VISIBLE]"): "mean_error" and "pck@T" for each T of ``pck`` (default 1; "T*SIZE": "pck@T*SIZE",
     within T times the data's SIZE of the example) (keypoints.py). A program with one warpctc op gives its greedy
     decode's "seq_acc", "cer" and "norm_edit_dis"; ``ctc`` ("LABEL,LENGTHS[,BLANK]") an exported recogniser's
-    (ctc_eval.py).
+    (ctc_eval.py). ``detections`` ("ROWS,BOXES,LABELS"): "map@T" and "class_ap@T" for each IoU T of ``iou``
+    (default 0.5) (detections.py).
     ``threshold``: a multi-label model's label is a yes where its score is above it (default 0.5 for probabilities,
     0 for logits; multilabel.py). ``scores``: the class scores the accuracy is of (one head of a multi-head model;
     default: the loss's cross entropy's), against ``label`` (default: the labels of the program's cross entropy). Labels
@@ -238,7 +248,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
                           parse_ranking(ranking) if isinstance(ranking, str) else ranking,
                           parse_roc(roc) if isinstance(roc, str) else roc, f1,
                           parse_keypoints(keypoints) if isinstance(keypoints, str) else keypoints, pck, scores,
-                          parse_ctc(ctc) if isinstance(ctc, str) else ctc)
+                          parse_ctc(ctc) if isinstance(ctc, str) else ctc,
+                          parse_detections(detections) if isinstance(detections, str) else detections, iou)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     check_fits(evaluation.program, only_read(data, evaluation.feeds), batch_size or data.size, labels_of=program,

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import FeedError, GradcError
 from .accuracy import scored_rows
+from .detections import nms_rows
 from .labels import classifiers
 
 
@@ -35,9 +36,11 @@ def paired(label: str | None) -> list[tuple[str, str]]:
 
 
 def score_outputs(block) -> list[str]:
-    """The fetch targets of rank 2 or more: an inference model's outputs that may be class scores."""
+    """The fetch targets of rank 2 or more: an inference model's outputs that may be class scores (not a detector's
+    kept boxes [M, 6], which no 6 classes score)."""
     targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
-    return [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
+    return [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1
+            and name not in nms_rows(block)]
 
 
 def pairing(scores: Sequence[str]) -> str:
