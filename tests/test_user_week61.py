@@ -173,3 +173,27 @@ def test_rows_not_from_a_counting_nms_are_refused(files):
                     files / "test.npz", "--detections", "yolo_box_0.tmp_0,boxes,labels")
     assert run.returncode == 1
     assert "'yolo_box_0.tmp_0' is written by yolo_box, not by an NMS op" in run.stderr
+
+
+def test_train_evaluates_the_map_after_each_epoch(files):
+    """FAULT (as evaluate's): gradc train --eval had no mAP either. Over Paddle's program of the losses and the
+    post-processing together (detector.pb), `--eval test.npz --detections ...` reports map@0.5 after each epoch,
+    --monitor map@0.5 keeps the best epoch's weights, whose map@0.5 is what gradc evaluate gives for the saved
+    weights; --iou without --detections is a usage error."""
+    compiled = gradc_cli("compile", files / "detector.pb", "-o", files / "d.pb", "--optimizer", "adam", "--lr", 0.005)
+    assert compiled.returncode == 0, compiled.stderr
+    spec = f"{ROWS},boxes,labels"
+    run = train_steps(files / "d.pb", files / "startup.pb", files / "train.npz", BATCH, "--startup",
+                      files / "d.startup.pb", "--epochs", 3, "--eval", files / "test.npz", "--detections", spec,
+                      "--early-stop", 3, "--monitor", "map@0.5", "--save-params", files / "d.npz")
+    assert run.returncode == 0, run.stderr
+    epochs = [line["eval"] for line in map(json.loads, run.stdout.splitlines()) if line["event"] == "epoch"]
+    assert len(epochs) == 3 and all(0 < epoch["map@0.5"] < 1 for epoch in epochs)
+    best = max(range(3), key=lambda epoch: epochs[epoch]["map@0.5"])
+    evaluated = gradc_cli("evaluate", files / "detector.pb", "--params", files / "d.npz", "--data",
+                          files / "test.npz", "--detections", spec, "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["map@0.5"] == epochs[best]["map@0.5"]
+    unused = train_steps(files / "d.pb", files / "startup.pb", files / "train.npz", BATCH, "--startup",
+                         files / "d.startup.pb", "--eval", files / "test.npz", "--iou", 0.5)
+    assert unused.returncode == 2 and "--iou: only with --detections" in unused.stderr

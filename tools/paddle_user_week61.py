@@ -6,7 +6,8 @@ a centre head (F.sigmoid_focal_loss of each cell's classes, the cell a box's cen
 decodes with paddle.vision.ops.yolo_box and keeps boxes with multiclass_nms3 (per-image counts).
 
 Written: forward.pb, train.pb (Paddle's Momentum(0.01, 0.9) minimize), startup.pb (seeded: gradc draws Paddle's
-initial weights), inference.pb (the net in test mode with its post-processing); train.npz (48 images: img, gt_box
+initial weights), inference.pb (the net in test mode with its post-processing), detector.pb (the losses and the
+post-processing in one program, the names of forward.pb's and inference.pb's); train.npz (48 images: img, gt_box
 (normalised centre-size, padded with zeros), gt_label, cls_target, im_size, and boxes / labels, the same boxes as
 pixel corners for the mAP, label -1 in padding), test.npz (24 such images); meta.json (Paddle's 4 Momentum losses,
 batches of 8 in order; Adam(0.005)'s 120 losses over 20 epochs in order from the same start; the parameters; the
@@ -89,7 +90,7 @@ def detector():
     return paddle.mean(yolo) + focal, yolo_out
 
 
-def nms_legacy(boxes, scores):
+def nms(boxes, scores):
     from paddle.base.layer_helper import LayerHelper
     helper = LayerHelper("multiclass_nms3")
     kept, index, counts = (helper.create_variable_for_type_inference(dtype) for dtype in ("float32", "int32", "int32"))
@@ -98,12 +99,17 @@ def nms_legacy(boxes, scores):
     return kept, counts
 
 
-def inference(nms):
-    """The network decoded by yolo_box, its boxes kept by ``nms``: (rows [M, 6], counts [N])."""
-    yolo_out, _ = network()
+def post_process(yolo_out):
+    """The YOLO head decoded by yolo_box, its boxes kept by multiclass_nms3: (rows [M, 6], counts [N])."""
     im_size = paddle.static.data("im_size", [-1, 2], "int32")
     boxes, scores = paddle.vision.ops.yolo_box(yolo_out, im_size, ANCHORS, CLASSES, 0.01, STRIDE, clip_bbox=True)
     return nms(boxes, paddle.transpose(scores, [0, 2, 1]))
+
+
+def with_post_processing():
+    """The training loss and the post-processing in one program (the loss first)."""
+    loss, yolo_out = detector()
+    return loss, *post_process(yolo_out)
 
 
 def average_precision(recall: np.ndarray, precision: np.ndarray) -> float:
@@ -212,7 +218,7 @@ def main(out: Path) -> None:
         trained = persistables(forward, scope)
         infer, infer_startup = paddle.static.Program(), paddle.static.Program()
         with paddle.utils.unique_name.guard(), paddle.static.program_guard(infer, infer_startup):
-            rows, counts = inference(nms_legacy)
+            rows, counts = post_process(network()[0])
         infer = infer.clone(for_test=True)
         with tempfile.TemporaryDirectory() as saved:
             block = infer.global_block()
@@ -221,7 +227,11 @@ def main(out: Path) -> None:
             outputs = predict(f"{saved}/model.pdmodel", f"{saved}/model.pdiparams",
                               {"img": test["img"], "im_size": test["im_size"]})
     got_rows, got_counts = outputs[rows.name], outputs[counts.name]
-    write_programs_gz(out, {"forward": forward, "train": main_prog, "startup": startup, "inference": infer})
+    combined = paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(combined, paddle.static.Program()):
+        with_post_processing()
+    write_programs_gz(out, {"forward": forward, "train": main_prog, "startup": startup, "inference": infer,
+                            "detector": combined})
     deterministic_npz(out / "train.npz", **train)
     deterministic_npz(out / "test.npz", **test)
     deterministic_npz(out / "collision.npz", **{"yolo_out@GRAD": collision})

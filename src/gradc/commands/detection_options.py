@@ -1,4 +1,4 @@
-"""`gradc evaluate`'s options for a detector's mAP (--detections, --iou)."""
+"""The options for a detector's mAP (--detections, --iou) of `gradc evaluate` and `gradc train --eval`."""
 
 from __future__ import annotations
 
@@ -22,15 +22,14 @@ def _iou(ctx, param, values: tuple[float, ...]) -> list[float]:
         raise click.BadParameter(str(exc).partition(": ")[2]) from None
 
 
-def detection_options(command):
-    """--detections ROWS,BOXES,LABELS and --iou T (repeatable)."""
-    command = click.option("--iou", multiple=True, type=float, metavar="T", callback=_iou, help="--detections: "
+DETECTION_OPTIONS = (   # --detections ROWS,BOXES,LABELS and --iou T (repeatable)
+    click.option("--iou", multiple=True, type=float, metavar="T", callback=_iou, help="--detections: "
                            "the IoU a detection must reach with a true box of its class to count (map@T, "
-                           "class_ap@T). Repeatable; default 0.5.")(command)
-    return click.option("--detections", metavar="ROWS,BOXES,LABELS", callback=_detections, help="A detector's "
+                           "class_ap@T). Repeatable; default 0.5."),
+    click.option("--detections", metavar="ROWS,BOXES,LABELS", callback=_detections, help="A detector's "
                         "mean average precision over the whole set (VOC's: each class's detections by score, the "
                         "area under the precision envelope; map@T and class_ap@T): ROWS the rows an NMS op of the "
                         "program keeps, [M, 6] (class, score, x1, y1, x2, y2), each image's counted by the op "
                         "(multiclass_nms3's NmsRoisNum, matrix_nms's RoisNum); BOXES the data's true boxes [N, G, 4] "
                         "(x1, y1, x2, y2, in the rows' coordinates) and LABELS their classes [N, G], padding a class "
-                        "below 0 or a box without area.")(command)
+                        "below 0 or a box without area."))

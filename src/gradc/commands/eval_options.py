@@ -15,6 +15,7 @@ from ..training.keypoints import PCK, parse_keypoints, parse_pck
 from ..training.ranking import parse_ranking
 from ..training.retrieval import parse_pair
 from ..training.roc import parse_roc
+from .detection_options import DETECTION_OPTIONS
 
 
 def _topk(ctx, param, values: tuple[str, ...]) -> list[int]:
@@ -71,15 +72,17 @@ def _finite(ctx, param, value: float | None) -> float | None:
     return value
 
 
-def check_pck(pck: list, keypoints: tuple[str, ...] | None) -> None:
-    """--pck is a distance of --keypoints' PCK: without it, unused."""
-    if pck and keypoints is None:
-        raise click.UsageError("--pck: only with --keypoints")
+def check_dependents(pck: list, keypoints: tuple[str, ...] | None, iou: list, detections: tuple | None) -> None:
+    """--pck is a distance of --keypoints' PCK, --iou a threshold of --detections' mAP: without them, unused."""
+    for given, option, needed, needs in ((pck, "--pck", keypoints, "--keypoints"), (iou, "--iou", detections,
+                                                                                   "--detections")):
+        if given and needed is None:
+            raise click.UsageError(f"{option}: only with {needs}")
 
 
 def metric_options(topk_default: tuple[str, ...], topk_help: str):
     """--label, --scores, --ignore-index, --mask, --miou, --f1, --recall, --ranking, --roc, --keypoints, --pck, --ctc,
-    --threshold and --topk (``topk_default``: the k without it)."""
+    --threshold, --detections, --iou and --topk (``topk_default``: the k without it)."""
     options = [
         click.option("--label", help="The data's array of class labels, for the accuracy of a model without a "
                      "loss (default: its one array the model does not read); SCORES=LABEL,SCORES=LABEL pairs each "
@@ -135,6 +138,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
                      "between 0 and 1 (a sigmoid's output, bce_loss's input), or any finite logit "
                      "(sigmoid_cross_entropy_with_logits's input). Default 0.5 for probabilities, 0 for logits (the "
                      "same cut: sigmoid(0) = 0.5)."),
+        *DETECTION_OPTIONS,
         click.option("--topk", default=topk_default, show_default=bool(topk_default), multiple=True,
                      callback=_topk, metavar="K[,K...]", help=topk_help)]
 
@@ -146,7 +150,7 @@ def metric_options(topk_default: tuple[str, ...], topk_help: str):
 
 
 def metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking=None, roc=None, f1=False, keypoints=None,
-                  pck=(), threshold=None, scores=None, ctc=None) -> EvalMetrics:
+                  pck=(), threshold=None, scores=None, ctc=None, detections=None, iou=()) -> EvalMetrics:
     """The options' values as the EvalMetrics an evaluation takes."""
     return EvalMetrics(list(topk), miou, parse_pair(recall) if recall else None, label, mask, ignore_index, ranking,
-                       roc, f1, keypoints, list(pck), threshold, scores, ctc)
+                       roc, f1, keypoints, list(pck), threshold, scores, ctc, detections, list(iou))

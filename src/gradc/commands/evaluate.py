@@ -17,8 +17,7 @@ from ..training.eval_plan import UnknownFetchError
 from ..training.evaluation import evaluate as evaluate_program
 from ..training.history import default_fetch
 from ..training.multilabel import ThresholdError
-from .detection_options import detection_options
-from .eval_options import check_pck, metric_options
+from .eval_options import check_dependents, metric_options
 from .json_output import emit, number
 from .loss_option import loss_option
 from .run import STRICT_PARAMS
@@ -53,7 +52,6 @@ from .run import STRICT_PARAMS
               "(a VAE's noise) as paddle.seed(N) does, before the startup programs (default: fresh ones each run).")
 @click.option("--train-mode", is_flag=True, help="Run the forward part as it trains: dropout keeps dropping (a Monte "
               "Carlo dropout pass; --seed for Paddle's masks), batch norm normalises by the batch.")
-@detection_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
 @STRICT_PARAMS
 def evaluate(program, data, episodes, feed, params, startups, batch_size, losses, fetches, label, scores, ignore_index,
@@ -63,9 +61,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     scores and the data's labels allow it, the top-k accuracy (a multi-label loss's: micro precision, recall and
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
-    check_pck(pck, keypoints)
-    if iou and detections is None:
-        raise click.UsageError("--iou: only with --detections")
+    check_dependents(pck, keypoints, iou, detections)
     prog = load(program)
     if feed is not None or episodes or len(data) > 1:
         data = Dataset.joined(data, "data", prog, others=True,

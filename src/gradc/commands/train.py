@@ -26,7 +26,7 @@ from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updated_parameters, updates_nothing
 from ..training.report import ConsoleReporter
 from ..training.startup_values import load_after_startups, preloaded
-from .eval_options import check_pck, metric_options, metrics_asked
+from .eval_options import check_dependents, metric_options, metrics_asked
 from .run import STRICT_PARAMS
 from .train_interrupt import kept_after_interrupt
 from .train_report import JsonLinesReporter
@@ -128,7 +128,7 @@ from .train_report import JsonLinesReporter
 @STRICT_PARAMS
 def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps,
           eval_data, label, scores, ignore_index, mask, miou, f1, recall, ranking, roc, keypoints, pck, ctc, threshold,
-          topk, early_stop, monitor, fetches,
+          iou, detections, topk, early_stop, monitor, fetches,
           log_every, check_nan, log_grad_norms, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params,
           save_trained, save_ema, plot, lr_schedule, lr, lr_var, lr_per_epoch, lbfgs_spec, after_steps, data_inits,
           as_json, strict_params):
@@ -157,10 +157,11 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
                                       ("--miou", miou), ("--f1", f1), ("--recall", recall),
                                       ("--ranking", ranking), ("--roc", roc), ("--keypoints", keypoints),
                                       ("--pck", pck), ("--threshold", threshold is not None),
+                                      ("--detections", detections), ("--iou", iou),
                                       ("--topk", topk)) if value]
     if asked and eval_data is None:   # else silently unused
         raise click.UsageError(f"{', '.join(asked)}: only with --eval")
-    check_pck(pck, keypoints)
+    check_dependents(pck, keypoints, iou, detections)
     if data is None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop),
@@ -232,7 +233,7 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
                               monitor=monitor, reporter=reporter,
                               metrics=metrics_asked(label, ignore_index, mask, miou, recall, topk, ranking,
                                                                     roc, f1, keypoints, pck, threshold, scores,
-                                                                    ctc))
+                                                                    ctc, detections, iou))
     except ThresholdError as exc:   # the value given does not fit the model's scores: a usage error
         raise click.UsageError(str(exc)) from None
     except Stopped as stop:

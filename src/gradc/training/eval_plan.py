@@ -14,6 +14,7 @@ from ..ir import Program
 from .accuracy import CLASS_F1_KEYS, accuracy_key, checked_mask, class_axis, counted_positions
 from .ctc_eval import CTC_KEYS, CtcSpec, ctc_names
 from .data import Dataset, OneBatch
+from .detections import map_key, parse_iou
 from .heads import Head, with_loss_head_names
 from .keypoints import PCK, pcks
 from .labels import check_indices, label_error, out_of_range
@@ -95,6 +96,8 @@ class EvalMetrics:
     threshold: float | None = None   # a multi-label model's cut, in its scores' terms (default: 0.5 or logit 0)
     scores: str | None = None   # the class scores the accuracy is of (default: the loss's cross entropy's)
     ctc: tuple[str, str, int | None] | None = None   # an exported recogniser's labels, lengths (and blank)
+    detections: tuple[str, ...] | None = None   # a detector's NMS rows, true boxes and classes: mAP
+    iou: list[float] = field(default_factory=list)   # the mAP's IoU thresholds (0.5 when none is)
 
     def named_arrays(self) -> list[tuple[str, str]]:
         """(option, array) for each of the data's arrays the metrics read whether or not the program does (a
@@ -104,6 +107,7 @@ class EvalMetrics:
                 + [("--roc", name) for name in (self.roc or ())[1:]]
                 + [("--keypoints", name) for name in (self.keypoints or ())[1:]] + [("--pck", name) for name in sizes]
                 + [("--ctc", name) for name in (self.ctc or ())[:2]]
+                + [("--detections", name) for name in (self.detections or ())[1:]]
                 + [(option, name) for option, name in (("--label", self.label), ("--mask", self.mask)) if name])
 
     def kept(self) -> list[str]:
@@ -142,7 +146,8 @@ class EvalMetrics:
         names += list(ROC_KEYS) if self.roc else []
         names += [pck.key for pck in pcks(self.pck)] + ["mean_error"] if self.keypoints else []
         names += list(CTC_KEYS) if self.ctc else []
-        if ks and (self.miou or not (self.recall or self.ranking or self.roc or self.ctc)):
+        names += [map_key(threshold) for threshold in parse_iou(self.iou)] if self.detections else []
+        if ks and (self.miou or not (self.recall or self.ranking or self.roc or self.ctc or self.detections)):
             names += [accuracy_key(k, ks) for k in ks] + list(MULTILABEL_KEYS)   # a multi-label model's, not both
         return names + (["miou"] if self.miou else []) + (list(CLASS_F1_KEYS) if self.f1 else [])
 
@@ -210,9 +215,8 @@ def _loss_lengths(evaluation: EvalPlan, arrays, label_shape) -> str | None:
 
 def reported(results: dict, evaluation: EvalPlan) -> dict[str, float]:
     """An evaluation's numbers as a training run reports them each epoch: its scalars, then each metric asked (the
-    accuracy, the mIoU, recall@k, micro and macro F1); not the examples, nor the lists by class or label."""
-    lists = ("examples", "class_iou", "class_f1", "label_f1")
-    metrics = {name: value for name, value in results.items() if name not in lists}
+    accuracy, the mIoU, recall@k, micro and macro F1, mAP); not the examples, nor the lists by class or label."""
+    metrics = {name: value for name, value in results.items() if name != "examples" and not isinstance(value, list)}
     return {**{name: metrics.pop(name) for name in evaluation.scalars}, **metrics}
 
 

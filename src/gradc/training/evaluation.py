@@ -163,7 +163,7 @@ def trainer_plan(program: Program, data: Dataset | OneBatch, fetch: Sequence[str
         evaluation = plan(program, sorted(data_arrays(data)), fetch, named_losses(program, None), metrics.label,
                           topk, metrics.miou, metrics.recall, ranking=metrics.ranking, roc=metrics.roc,
                           f1=metrics.f1, keypoints=metrics.keypoints, pck=metrics.pck, scores=metrics.scores,
-                          ctc=metrics.ctc)
+                          ctc=metrics.ctc, detections=metrics.detections, iou=metrics.iou)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
     if metrics.threshold is not None:   # a ThresholdError as it is: the option's value, not the data, is wrong
