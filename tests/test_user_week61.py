@@ -197,3 +197,22 @@ def test_train_evaluates_the_map_after_each_epoch(files):
     unused = train_steps(files / "d.pb", files / "startup.pb", files / "train.npz", BATCH, "--startup",
                          files / "d.startup.pb", "--eval", files / "test.npz", "--iou", 0.5)
     assert unused.returncode == 2 and "--iou: only with --detections" in unused.stderr
+
+
+def test_a_loss_added_to_nms_rows_is_refused(files):
+    """FAULT: `gradc compile det.pdmodel --add-loss cross-entropy --loss-of <the NMS rows>` wrote a program scoring
+    the rows [M, 6] as 6 classes' logits, exit 0, with only a warning that no parameter gets a gradient; and gradc
+    info offered that --add-loss for the detector. Now the loss is refused in one line naming the op without a
+    gradient, and info offers --detections."""
+    for kind in ("cross-entropy", "mse"):
+        run = gradc_cli("compile", files / "det.pdmodel", "-o", files / "ft.pb", "--add-loss", kind, "--loss-of", ROWS)
+        assert run.returncode == 1
+        assert (f"'{ROWS}' is written by multiclass_nms3 (block 0, op 16), which has no gradient: a loss of it trains "
+                f"nothing") in run.stderr
+        assert not (files / "ft.pb").exists()
+    head = gradc_cli("compile", files / "det.pdmodel", "-o", files / "ft.pb", "--add-loss", "mse", "--loss-of",
+                     META["yolo_out"])
+    assert head.returncode == 0, head.stderr
+    info = gradc_cli("info", files / "det.pdmodel")
+    assert f"of a detector: run it, or score its kept boxes (gradc evaluate --detections {ROWS},BOXES" in info.stdout
+    assert "--add-loss" not in info.stdout

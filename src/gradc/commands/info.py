@@ -19,6 +19,7 @@ from ..listing import BOOKKEEPING
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, initialiser_program, op_kinds
 from ..rnn_flat import flat_buffers
 from ..training.data_init import set_from_data
+from ..training.detections import nms_rows
 from .info_loss import loss_found
 from .info_optimizer import optimizer_facts, optimizer_line, without_updates
 from .info_params import file_facts, file_lines, loading_facts, loading_lines
@@ -92,6 +93,9 @@ def summary(program: str, prog: Program | None = None) -> dict:
         kind = _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
     else:
         kind = without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None)
+    if (rows := sorted(nms_rows(prog) & set(fetched))) and kind.startswith("inference model"):   # no class scores
+        kind = (f"inference model (feed and fetch ops) of a detector: run it, or score its kept boxes (gradc evaluate "
+                f"--detections {rows[0]},BOXES,LABELS: mAP)")
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
             "ops": prog.num_ops(), "kind": kind,
             "equal_draws": _equal_draws(block),

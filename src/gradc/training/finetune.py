@@ -45,6 +45,11 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
         raise GradcError(f"the output '{output}' the loss scores is not a var of block 0")
     if var.dtype not in (VarType.FP32, VarType.FP64) or var.shape is None:
         raise GradcError(f"the output '{output}' the loss scores is not a float tensor of known shape")
+    writer = next((op for op in reversed(block.ops) if output in op.output_names()), None)
+    if writer is not None and getattr(registry.get(writer.type), "grad", None) is registry.NO_GRAD:
+        raise GradcError(f"the output '{output}' is written by {writer.type} (block 0, op {block.ops.index(writer)}), "
+                         f"which has no gradient: a loss of it trains nothing (score an output a gradient flows back "
+                         f"from, a detector's head before its decoding and NMS: --loss-of NAME)")
     mark_parameters(block)
     if kind == "ctc":   # scores a step, [N, T, C]: through their softmax, as nn.CTCLoss takes logits
         return append_ctc(block, _softmax_input(block, output, 2) if len(var.shape) == 3 else output, label, _fresh,
