@@ -93,7 +93,8 @@ def summary(program: str, prog: Program | None = None) -> dict:
         kind = _kind(Counter(kinds), loss is not None, len(ops) > len(block.ops))
     else:
         kind = without_updates(Counter(kinds), partial(_kind, inner=inner), loss is not None)
-    if (rows := sorted(nms_rows(prog) & set(fetched))) and kind.startswith("inference model"):   # no class scores
+    rows = sorted(nms_rows(block) & set(fetched))   # a detector's kept boxes: no class scores to score
+    if rows and kind.startswith("inference model"):
         kind = (f"inference model (feed and fetch ops) of a detector: run it, or score its kept boxes (gradc evaluate "
                 f"--detections {rows[0]},BOXES,LABELS: mAP)")
     return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
