@@ -216,3 +216,16 @@ def test_a_loss_added_to_nms_rows_is_refused(files):
     info = gradc_cli("info", files / "det.pdmodel")
     assert f"of a detector: run it, or score its kept boxes (gradc evaluate --detections {ROWS},BOXES" in info.stdout
     assert "--add-loss" not in info.stdout
+
+
+def test_a_set_without_true_boxes_has_an_undefined_map(files):
+    """A set whose every true box is padding has no AP to average: map@0.5 is nan with a note saying why, as the other
+    metrics with nothing to count (after the rebase onto main's NaN convention; it was an error)."""
+    test = dict(np.load(files / "test.npz"))
+    np.savez(files / "unlabelled.npz", **{**test, "labels": np.full_like(test["labels"], -1)})
+    run = gradc_cli("evaluate", files / "det.pdmodel", "--params", files / "det.pdiparams", "--data",
+                    files / "unlabelled.npz", "--detections", f"{ROWS},boxes,labels", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["map@0.5"] == "nan"
+    assert "--detections: no true box in 'boxes' (every class 'labels' below 0 or box without area): map@0.5 " \
+           "undefined (nan)" in run.stderr

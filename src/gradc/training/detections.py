@@ -11,12 +11,13 @@ DetectionMAP (+1 pixel, IoU > T, no envelope for 'integral') and COCO's 101-poin
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GradcError, GradcWarning
+from ..errors import GradcError, GradcNotice, GradcWarning
 from ..ir import Block, Program
 from .metric_inputs import checked_inputs
 
@@ -116,9 +117,12 @@ class DetectionTally:
     def results(self) -> dict:
         rows = np.concatenate(self.rows) if self.rows else np.zeros((0, 7))
         classes = sorted({int(c) for image in self.boxes for c in image[:, 0]})
-        if not classes:
-            raise GradcError(f"{self.source}: --detections: no true box in '{self.detections[1]}' (every class "
-                             f"'{self.detections[2]}' below 0 or box without area): no AP to average")
+        if not classes:   # undefined, as the other metrics with nothing to count: a training run goes on
+            keys = [map_key(threshold) for threshold in self.thresholds]
+            warnings.warn(f"{self.source}: --detections: no true box in '{self.detections[1]}' (every class "
+                          f"'{self.detections[2]}' below 0 or box without area): {', '.join(keys)} undefined (nan)",
+                          GradcNotice, stacklevel=2)
+            return {**dict.fromkeys(keys, math.nan), **{f"class_ap@{t:g}": [] for t in self.thresholds}}
         self._warn_coordinates(rows)
         width = max([*classes, *rows[:, 1].astype(int)]) + 1
         results = {}
