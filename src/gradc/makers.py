@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .errors import GradError
+from .grad_op_code import one_var_maker
 from .ir import EMPTY_VAR, OpDesc, grad_name
 from .opdef import NO_GRAD, OpDef, attr_default, declared_type, parse_slot, unknown_types_note
 from .opdef import get as get_opdef
@@ -173,7 +174,7 @@ class _Layout(NamedTuple):
     output_grads: tuple[tuple[str, str], ...]     # (forward output slot, the grad op's input slot of its grad)
     input_grads: tuple[tuple[str, str], ...]      # (forward input slot, the grad op's output slot of its grad)
     attr_names: tuple[str, ...]                   # the definition's attributes, which the forward op should have
-    one_var_slots: Callable                       # _one_var_slots of the slots above
+    one_var_maker: Callable                       # gradc.grad_op_code.one_var_maker of the fields above
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,7 @@ class GradOp:
         input_grads = tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs)
         layout = self._layouts[opdef.type] = tuple(_Layout(
             opdef, self.type_for(opdef), uses, output_grads, input_grads, tuple(opdef.attrs),
-            _one_var_slots(uses, output_grads, input_grads)))
+            one_var_maker(opdef, self.type_for(opdef), uses, output_grads, input_grads, tuple(opdef.attrs))))
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
@@ -208,76 +209,39 @@ class GradOp:
                  wanted: Container[str]) -> list[OpDesc]:
         return [self.grad_op_of(fwd, opdef, grad_names, wanted)[0]]
 
+    def one_var_maker(self, opdef: OpDef) -> Callable:
+        """grad_op_of's straight-line path for ``opdef`` (gradc.grad_op_code): the backward looks it up once a type and
+        calls it per op, grad_op_of only where it gives None."""
+        layout = self._layouts.get(opdef.type)
+        if layout is None or layout[0] is not opdef:
+            layout = self._new_layout(opdef)
+        return layout[-1]
+
     def grad_op_of(self, fwd: OpDesc, opdef: OpDef, grad_names: Mapping[str, str],
                    wanted: Container[str]) -> tuple[OpDesc, list[str], list[str]]:
         """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go, with its input_names() and
         output_names(): this maker makes most of a backward's ops (the backward calls it without a GradContext, with
         its GradNames and wanted set: a subscript and an 'in' test cost less than calls of their bound methods; and
         takes the one op without a list around it, and its names as they were made, not walked again)."""
-        layout = self._layouts.get(opdef.type)
-        if layout is None or layout[0] is not opdef:
-            layout = self._new_layout(opdef)
-        _, grad_type, uses, output_grads, input_grads, attr_names, one_var_slots = layout
+        made = self.one_var_maker(opdef)(fwd, grad_names, wanted)
+        if made is not None:   # every slot it reads holds one var: most ops
+            return made
+        _, grad_type, uses, output_grads, input_grads, attr_names, _ = self._layouts[opdef.type]
         forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
-        slots = one_var_slots(forward_inputs, forward_outputs, grad_names, wanted)
-        if slots is not None:   # every slot it reads holds one var: most ops
-            inputs, outputs, reads, written = slots
-        else:
-            reads = None
-            inputs = {}
-            for slot, is_input in uses:
-                inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
-            for slot, grad_slot in output_grads:
-                inputs[grad_slot] = [grad_names[n] for n in forward_outputs.get(slot, ())]
-            outputs = {}
-            for slot, grad_slot in input_grads:
-                grads = [grad_names[n] if n in wanted else EMPTY_VAR for n in forward_inputs.get(slot, ())]
-                outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
+        inputs = {}
+        for slot, is_input in uses:
+            inputs[slot] = [*(forward_inputs if is_input else forward_outputs).get(slot, ())]
+        for slot, grad_slot in output_grads:
+            inputs[grad_slot] = [grad_names[n] for n in forward_outputs.get(slot, ())]
+        outputs = {}
+        for slot, grad_slot in input_grads:
+            grads = [grad_names[n] if n in wanted else EMPTY_VAR for n in forward_inputs.get(slot, ())]
+            outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs, op.var_attrs = grad_type, inputs, outputs, fwd.var_attrs
-        attrs = fwd.attrs
-        for name in attr_names:   # with_defaults, its test made without its call or key views
-            if name not in attrs:
-                op.attrs, op.attr_types = {**opdef.attrs, **attrs}, {**opdef.attr_types, **fwd.attr_types}
-                break
-        else:
-            op.attrs, op.attr_types = attrs.copy(), fwd.attr_types.copy()
+        op.attrs, op.attr_types = with_defaults(fwd, opdef)
         op.is_target, op.repeated_attrs = None, ()
-        if reads is None or op.var_attrs:   # the loops' op, or one reading vars its attributes name
-            return op, op.input_names(), op.output_names()
-        return op, reads, written
-
-
-def _one_var_slots(uses: tuple, output_grads: tuple, input_grads: tuple) -> Callable:
-    """GradOp.grad_op_of's input and output dicts for an op whose every slot they read holds one var, as straight-line
-    code made once per layout: ``slots(forward inputs, forward outputs, grad_names, wanted)`` gives them with the grad
-    op's input names and output names (its input_names() and output_names(), made with its lists), None where a slot is
-    missing or holds another number of vars (the loops handle those). The dicts' keys come in the loops' order."""
-    local: dict[tuple[str, bool], str] = {}   # (forward slot, whether an input slot) -> the local holding its var
-
-    def var(slot: str, is_input: bool) -> str:
-        return local.setdefault((slot, is_input), f"v{len(local)}")
-
-    read_slots = [slot for slot, _ in uses] + [grad for _, grad in output_grads]
-    if len(set(read_slots)) < len(read_slots):   # a use named as an output's grad slot: the loops' dict, one list
-        return lambda *args: None
-    read_vars = [var(slot, is_input) for slot, is_input in uses] + [f"g{k}" for k in range(len(output_grads))]
-    lines = [f"g{k} = grad_names[{var(slot, False)}]" for k, (slot, _) in enumerate(output_grads)]
-    lines += [f"w{k} = [grad_names[{var(slot, True)}]] if {var(slot, True)} in wanted else []"
-              for k, (slot, _) in enumerate(input_grads)]
-    inputs = ", ".join(f"{slot!r}: [{name}]" for slot, name in zip(read_slots, read_vars))
-    outputs = ", ".join(f"{grad!r}: w{k}" for k, (_, grad) in enumerate(input_grads))
-    written = ", ".join(f"*w{k}" for k in range(len(input_grads)))
-    unpack = ", ".join(f"({name},)" for name in local.values())
-    lists = ", ".join(f"{'inputs' if is_input else 'outputs'}[{slot!r}]" for slot, is_input in local)
-    source = "def slots(inputs, outputs, grad_names, wanted):\n"
-    if local:   # a missing slot (KeyError) or one of another length (ValueError) is the loops' case
-        source += f"    try:\n        {unpack}, = {lists},\n    except (KeyError, ValueError):\n        return None\n"
-    source += "".join(f"    {line}\n" for line in lines)
-    source += f"    return {{{inputs}}}, {{{outputs}}}, [{', '.join(read_vars)}], [{written}]\n"
-    namespace: dict = {}
-    exec(compile(source, "<gradc grad-op slots>", "exec"), namespace)
-    return namespace["slots"]
+        return op, op.input_names(), op.output_names()
 
 
 class _Lookup:

@@ -97,7 +97,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     stale_reads = versions.may_be_stale(job.forward_block)
     earlier = Earlier(job)
     get_opdef = registry.get
-    # op type -> (its definition, whether its ops may need prepare_forward, whether its maker is a plugin's)
+    # op type -> (its definition, whether its ops may need prepare_forward, whether its maker is a plugin's, the default
+    # maker's straight-line path or None)
     of_type: dict[str, tuple] = {}
     grad_of = names.__getitem__   # the same lookup as names(var), without the call through the class's __call__
     for idx in range(len(forward_ops) - 1, -1, -1):
@@ -106,17 +107,20 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         if known is None:
             opdef = get_opdef(fwd.type)
             known = of_type[fwd.type] = (opdef, opdef is not None and may_need_preparing(fwd.type, opdef),
-                                         opdef is not None and _from_plugin(opdef.grad))
-        opdef, prepare, plugin = known
+                                         opdef is not None and _from_plugin(opdef.grad),
+                                         opdef.grad.one_var_maker(opdef)
+                                         if opdef is not None and type(opdef.grad) is GradOp else None)
+        opdef, prepare, plugin, one_var_maker = known
         written = ()
         if idx in on_path:
             if prepare:
                 prepare_forward(job.forward_block, idx, fwd, opdef)
             maker = opdef.grad
             try:
-                if type(maker) is GradOp:   # the default maker (most ops): one grad op, its inputs no more than these
-                    # its input names, and its output names before append renames a second writer's
-                    grad_op, reads, written = maker.grad_op_of(fwd, opdef, names, wanted)
+                if one_var_maker is not None:   # the default maker (most ops): one grad op, reading no more than
+                    # these input names, writing these output names before append renames a second writer's
+                    made = one_var_maker(fwd, names, wanted)
+                    grad_op, reads, written = made if made is not None else maker.grad_op_of(fwd, opdef, names, wanted)
                     if not written:   # a grad op that writes no wanted grad is dropped (its names: none empty)
                         grad_ops, written = (), ()
                     else:   # a short list tested as it is, else a set (an op with many outputs tests each)
