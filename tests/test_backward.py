@@ -5,7 +5,7 @@ import pytest
 
 import gradc
 from gradc.backward import append_grad_ops
-from gradc.backward.vars import derived_var
+from gradc.backward.vars import declare_grad_vars, derived_var
 from gradc.gradcheck import check_program
 from gradc.ir import VarDesc
 from gradc.layers import ProgramBuilder
@@ -43,10 +43,14 @@ def test_a_derived_var_is_its_source_but_for_its_name_and_flags():
     expected = source.copy("x@GRAD")
     expected.persistable, expected.is_parameter = False, None
     expected.need_check_feed, expected.stop_gradient = None, False
-    var = derived_var(source, "x@GRAD")
+    program = gradc.Program()
+    block = program.global_block
+    block.add_var(source)
+    declare_grad_vars(block, [gradc.OpDesc("relu_grad", {}, {"X@GRAD": ["x@GRAD"]})])   # its own copy of the fields
     fields = VarDesc.__slots__
-    assert {slot: getattr(var, slot) for slot in fields} == {slot: getattr(expected, slot) for slot in fields}
-    assert var.shape is not source.shape   # a list, its own (attrs, an immutable tuple, is shared)
+    for var in (derived_var(source, "x@GRAD"), block.var("x@GRAD")):
+        assert {slot: getattr(var, slot) for slot in fields} == {slot: getattr(expected, slot) for slot in fields}
+        assert var.shape is not source.shape   # a list, its own (attrs, an immutable tuple, is shared)
 
 
 def test_a_shape_assigned_as_a_tuple_is_derived_as_a_list():

@@ -44,6 +44,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc], sources: Mapping[str, str
     (roles.tag_param_grads reads it: found in this walk, not another)."""
     created = False
     last_writer: dict[str, OpDesc] = {}
+    new_var = VarDesc.__new__
     declared = own = block.vars   # most grads' vars are the block's own: a dict lookup before the walk up
     for op in ops:
         for args in op.outputs.values():
@@ -55,7 +56,13 @@ def declare_grad_vars(block: Block, ops: list[OpDesc], sources: Mapping[str, str
                 source = own.get(base) or lookup(block, base)
                 if source is None:
                     continue
-                declared[name] = derived_var(source, name)
+                var = declared[name] = new_var(VarDesc)   # derived_var's fields, inlined: its call per grad cost 1.3%
+                var.name, var.type, var.dtype = name, source.type, source.dtype
+                var.lod_level, var.raw_type = source.lod_level, source.raw_type
+                shape = source.shape
+                var.shape = None if shape is None else [*shape]
+                var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
+                var.attrs, var.dist = source.attrs, source.dist
                 created = True
     if created:
         block.program.mark_changed()
