@@ -139,12 +139,14 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                                                                      reversed(op_facts)):
         if len(all_outputs) == 1:   # most ops: one output, tested without filter's objects
             outputs = all_outputs if all_outputs[0] in needed else ()
+            if overwrites:   # discard: difference_update rebuilds the set whenever a quarter of it is removed names
+                needed.discard(all_outputs[0])
         else:
             outputs = list(filter(needed.__contains__, all_outputs))
+            if overwrites:
+                needed.difference_update(all_outputs)
         if outputs and not checked:
             outputs = list(filter(is_differentiable, outputs))
-        if overwrites:
-            needed.difference_update(all_outputs)
         if inputs and outputs:
             if control and registry.sub_block(ops[idx]) is not None:   # only what its body uses
                 inner = sub_block_path(block.program, ops[idx], set(outputs), set(inputs), no_grad, sub_paths)[0]
