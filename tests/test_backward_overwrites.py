@@ -121,10 +121,13 @@ def test_a_new_value_off_the_path_drops_the_parts_of_its_grad_awaiting_a_sum():
     ([("a", {"X": ["x"]}, {"Out": ["y", "y"]})], {"y"}),                                  # twice in one op's list
     ([("a", {"X": ["x"]}, {"Out": ["y"], "Mask": ["m"]}), ("b", {}, {"Out": ["m", "x"]})], {"m", "x"}),
     ([("a", {}, {"Out": ["z"]}, {"shape": "n"}), ("b", {"X": ["x"]}, {"Out": ["n"]})], {"n"}),   # an attribute's var
-], ids=["once", "twice", "in_place", "read_first", "one_list", "several", "attribute"])
+    ([("gather", {"X": ["x"], "Index": ["i"]}, {"Out": ["y"]}), ("b", {"X": ["y"]}, {"Out": ["i"]})], {"i"}),
+], ids=["once", "twice", "in_place", "read_first", "one_list", "several", "attribute", "no_grad_slot"])
 def test_rewritten_names_are_those_written_after_a_use(ops, expected):
     """Versions.rewritten, which decides whether any grad op may read a stale value: a name some op writes after an
-    earlier op (or itself) read or wrote it."""
+    earlier op (or itself) read or wrote it; find_path's sweep of the block says whether there is one (read in a slot
+    that gets no gradient too) unless an attribute names a var, which it does not read."""
+    from gradc.backward.path import find_path
     from gradc.backward.versions import Versions
 
     program = gradc.Program()
@@ -133,3 +136,6 @@ def test_rewritten_names_are_those_written_after_a_use(ops, expected):
         for name, var in (attr[0] if attr else {}).items():
             op.set_attr(name, var, AttrType.VAR)
     assert Versions(program).rewritten(program.global_block) == expected
+    block = program.global_block
+    rewrites = find_path(block, block.ops, {block.ops[-1].output_names()[0]}, set()).rewrites
+    assert rewrites == (None if any(op.var_attrs for op in block.ops) else bool(expected))

@@ -94,7 +94,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     wants = wanted.__contains__   # for GradContext
     names.name_all(path.wants_grad)
     on_path = set(path.op_indices)
-    stale_reads = versions.may_be_stale(job.forward_block)
+    # the path's sweep saw every op of the block when it differentiates them all (the rest may write names again)
+    stale_reads = versions.may_be_stale(job.forward_block,
+                                        path.rewrites if len(forward_ops) == len(job.forward_block.ops) else None)
     earlier = Earlier(job)
     get_opdef = registry.get
     # op type -> (its definition, whether its ops may need prepare_forward, whether its maker is a plugin's, the default

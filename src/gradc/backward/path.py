@@ -7,6 +7,8 @@ forward from the differentiable leaves (what depends on something that wants a g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import NamedTuple
 
 from .. import registry
@@ -23,6 +25,9 @@ class OpPath:
     carrying: dict[str, bool] = field(default_factory=dict)   # var -> whether its value at the end depends on a leaf
     # an op a leaf's value reaches writes a first output that takes no gradient: as Paddle marks a frozen layer's
     stops: bool = False
+    # whether an op writes a name it or an earlier op used (Versions.rewrites for a path over a whole block), or None:
+    # not known (leaves given, or an attribute naming a var, which the sweep does not read)
+    rewrites: bool | None = None
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -74,6 +79,9 @@ class _Facts(dict):
         return facts
 
 
+_VAR_ATTRS = attrgetter("var_attrs")
+
+
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
               leaves: set[str] | None = None, sub_paths: dict | None = None,
               inputs: frozenset[str] = frozenset()) -> OpPath:
@@ -90,9 +98,8 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     # iterator (find_path changes no list of names); the others' names listed
     outputs_of = [op.outputs["Out"] if len(op.outputs) == 1 and "Out" in op.outputs else op.output_names()
                   for op in ops]
-    partly_written = [] if all(overwrites for _, _, overwrites, _ in facts_of.values()) else \
-        [name for outputs, (_, _, overwrites, _) in zip(outputs_of, op_facts) if not overwrites for name in outputs]
-    carrying = _Carrying(differentiable, leaves, partly_written)
+    written = set(chain.from_iterable(outputs_of))
+    carrying = _Carrying(differentiable, leaves, written)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
     stops = False
     # per op, plain loops: no comprehension (a frame of its own in Python 3.11), no filter objects for an op's few names
@@ -103,6 +110,9 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
             for slot, args in op.inputs.items():
                 if slot not in skip:
                     carried += filter(is_carrying, args)
+                else:   # read, not looked up: a name not written yet that an op writes is read first all the same
+                    carrying.read_first = carrying.read_first or any(
+                        name in written and name not in carrying for name in args)
         else:
             for args in op.inputs.values():
                 for name in args:
@@ -156,26 +166,31 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(outputs, inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops)
+    rewrites = None if leaves is not None or any(map(_VAR_ATTRS, ops)) else \
+        carrying.read_first or len(written) < sum(map(len, outputs_of))
+    return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops, rewrites)
 
 
 class _Carrying(dict):
     """name -> whether its current value depends on a leaf, as a sweep over the ops goes. Without ``leaves`` given,
-    every differentiable var counts until an op writes it (a leaf if read first); a name that an op writes without
-    overwriting it (a partial write, a control-flow op) is only entered when first read or written, as is a var
-    of an enclosing block, so that a write alone leaves it carrying nothing."""
+    every differentiable var counts until an op writes it (a leaf if read first); a name an op writes is only entered
+    when first read or written, as is a var of an enclosing block, so that a write alone leaves it carrying nothing
+    (a partial write, a control-flow op), and a read before an op writes it (``read_first``) shows."""
 
-    def __init__(self, differentiable: _DifferentiableVars, leaves: set[str] | None, partly_written: list[str]):
+    def __init__(self, differentiable: _DifferentiableVars, leaves: set[str] | None, written: set[str]):
+        self.read_first = False   # whether a name some op writes was read before its first write (or by that op)
         if leaves is not None:
             super().__init__(dict.fromkeys(leaves, True))
-            self.first_read = None
+            self.first_read, self.written = None, frozenset()
             return
         super().__init__(differentiable)
-        for name in partly_written:
+        for name in written:
             self.pop(name, None)
-        self.first_read = differentiable
+        self.first_read, self.written = differentiable, written
 
     def __missing__(self, name: str) -> bool:
+        if name in self.written:
+            self.read_first = True
         result = self[name] = self.first_read is not None and self.first_read[name]
         return result
 

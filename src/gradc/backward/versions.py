@@ -99,11 +99,11 @@ class Versions:
         first = self.writes(block).get(name, (None,))[0]
         return name not in block.vars or (first is not None and block.ops[first] is not op)
 
-    def may_be_stale(self, block: Block) -> bool:
+    def may_be_stale(self, block: Block, rewrites: bool | None = None) -> bool:
         """Whether a grad op of ``block`` may read a name that no longer holds its forward value (else ``reading``
         has nothing to do): in a block no control-flow op runs, a name holds its last write, so only one written
-        after a use can be."""
-        return block.idx in self.owner or bool(self.rewritten(block))
+        after a use can be (``rewrites``: whether one is, where the caller knows, else rewritten finds out)."""
+        return block.idx in self.owner or (bool(self.rewritten(block)) if rewrites is None else rewrites)
 
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
         """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values (the
