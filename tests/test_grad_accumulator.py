@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gradc.backward.accumulate import GradAccumulator
 from gradc.ir import OpDesc
 
@@ -10,12 +12,14 @@ def _part(k: int) -> str:
     return f"x@GRAD@RENAME@block0@{k}"
 
 
-def test_a_grad_written_twice_by_one_op_and_once_by_another_has_each_write_renamed_in_place():
+@pytest.mark.parametrize("names_given", [False, True], ids=["walked", "given"])
+def test_a_grad_written_twice_by_one_op_and_once_by_another_has_each_write_renamed_in_place(names_given):
+    """Also where the caller hands record_outputs the op's input and output names (the default maker's op)."""
     acc = GradAccumulator(0)
     first = OpDesc("two_writes", {"In": ["x"]}, {"A": ["x@GRAD"], "B": ["y@GRAD", "x@GRAD"]})
     second = OpDesc("one_write", {"In": ["x"]}, {"Out": ["x@GRAD"]})
-    acc.record_outputs(first)
-    acc.record_outputs(second)
+    for op in (first, second):
+        acc.record_outputs(op, *((op.input_names(), op.output_names()) if names_given else ()))
     assert first.outputs == {"A": [_part(0)], "B": ["y@GRAD", _part(1)]}
     assert second.outputs == {"Out": [_part(2)]}
     [total] = acc.remaining_sums()

@@ -12,6 +12,8 @@ turn, and those values are not summed.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..ir import EMPTY_VAR, OpDesc
 
 
@@ -35,14 +37,25 @@ class GradAccumulator:
         self.first_write.pop(name, None)
         self.pending.pop(name, None)
 
-    def record_outputs(self, op: OpDesc, reads: list[str] | None = None) -> None:
-        """Register the op's writes (``reads``: its input names, when the caller has them), renaming them
-        when a grad gets a second writer."""
+    def record_outputs(self, op: OpDesc, reads: list[str] | None = None,
+                       written: Collection[str] | None = None) -> None:
+        """Register the op's writes (``reads``: its input names, ``written``: its output names, when the caller has
+        them), renaming them when a grad gets a second writer."""
         reads = op.input_names() if reads is None else reads
         if len(reads) > 8:   # an op's few reads are searched as a list, without a set built per op
             reads = set(reads)
-        restarted: tuple[str, ...] = ()   # grads this op reads and writes (rare): a tuple made when one is met
         values, first_write = self.values, self.first_write
+        if written is not None:   # most ops write grads no op wrote yet, each once, none they read: no walk of slots
+            for name in written:
+                if name in first_write or name in values or name in reads:
+                    break
+                first_write[name] = op
+            else:
+                return
+            for name in written:   # undone: the walk below takes each write in turn (a second writer, a restart)
+                if first_write.get(name) is op:
+                    del first_write[name]
+        restarted: tuple[str, ...] = ()   # grads this op reads and writes (rare): a tuple made when one is met
         for args in op.outputs.values():
             for name in args:
                 if name in values:

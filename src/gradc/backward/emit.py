@@ -3,6 +3,8 @@ zero-filled grads where a grad op reads a grad nobody writes, summed grads where
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from .. import registry
 from ..errors import GradError, op_location
 from ..ir import GRAD_SUFFIX, OpDesc
@@ -64,8 +66,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 
     written_grads, pending_grads = acc.first_write, acc.pending
 
-    def append(op: OpDesc, reads: list[str] | None = None) -> None:
-        if reads is None:   # else the names the default maker made the op with
+    def append(op: OpDesc, reads: list[str] | None = None, written: Collection[str] | None = None) -> None:
+        if reads is None:   # else the names the default maker made the op with (and ``written``, its output names)
             reads = op.input_names()
         for name in reads:   # only a grad (its name holds @GRAD) has a source: forward values skip the call
             if GRAD_SUFFIX in name and name not in written_grads and name not in pending_grads:
@@ -74,7 +76,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                     zero_fill(name)
         if pending_grads:   # no grad awaits a sum: most ops, no call
             emitted.extend(acc.sums_before(reads))
-        acc.record_outputs(op, reads)
+        acc.record_outputs(op, reads, written)
         emitted.append(op)
 
     def has_grad(name: str) -> bool:
@@ -123,12 +125,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                     # these input names, writing these output names before append renames a second writer's
                     made = one_var_maker(fwd, names, wanted)
                     grad_op, reads, written = made if made is not None else maker.grad_op_of(fwd, opdef, names, wanted)
-                    if not written:   # a grad op that writes no wanted grad is dropped (its names: none empty)
-                        grad_ops, written = (), ()
-                    else:   # a short list tested as it is, else a set (an op with many outputs tests each)
-                        grad_ops = (grad_op,)
-                        if len(written) > 8:
-                            written = set(written)
+                    # a grad op that writes no wanted grad is dropped (its names: none empty)
+                    grad_ops = (grad_op,) if written else ()
                 else:
                     context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape,
                                                    block, earlier, has_grad)
@@ -152,8 +150,10 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             if stale_reads:   # it may point the op at copies: its input names read again
                 versions.reading(grad_ops, job.forward_block, idx)
                 reads = None
-            for grad_op in grad_ops:   # the default maker's one op with its input names, others' read by append
-                append(grad_op, reads)
+            for grad_op in grad_ops:   # the default maker's one op with its input and output names, others' read anew
+                append(grad_op, reads, None if reads is None else written)
+            if len(written) > 8:   # a short list tested as it is, else a set (an op with many outputs tests each)
+                written = set(written)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for args in fwd.outputs.values():
                 for name in args:
