@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import attrgetter
 from typing import NamedTuple
 
 from .. import registry
@@ -25,8 +24,8 @@ class OpPath:
     carrying: dict[str, bool] = field(default_factory=dict)   # var -> whether its value at the end depends on a leaf
     # an op a leaf's value reaches writes a first output that takes no gradient: as Paddle marks a frozen layer's
     stops: bool = False
-    # whether an op writes a name it or an earlier op used (Versions.rewrites for a path over a whole block), or None:
-    # not known (leaves given, or an attribute naming a var, which the sweep does not read)
+    # whether an op writes a name it or an earlier op used (Versions.rewritten for a path over a whole block), or None
+    # (leaves given: a sub-block's)
     rewrites: bool | None = None
 
     def __contains__(self, name: str) -> bool:
@@ -79,9 +78,6 @@ class _Facts(dict):
         return facts
 
 
-_VAR_ATTRS = attrgetter("var_attrs")
-
-
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
               leaves: set[str] | None = None, sub_paths: dict | None = None,
               inputs: frozenset[str] = frozenset()) -> OpPath:
@@ -98,7 +94,8 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     # iterator (find_path changes no list of names); the others' names listed
     outputs_of = [op.outputs["Out"] if len(op.outputs) == 1 and "Out" in op.outputs else op.output_names()
                   for op in ops]
-    written = set(chain.from_iterable(outputs_of))
+    writes = [*chain.from_iterable(outputs_of)]
+    written = set(writes)
     carrying = _Carrying(differentiable, leaves, written)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
     stops = False
@@ -118,6 +115,9 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 for name in args:
                     if carrying[name]:
                         carried.append(name)
+        if op.var_attrs:   # read by its attributes, not looked up: as a slot that gets no gradient
+            carrying.read_first = carrying.read_first or any(
+                name in written and name not in carrying for name in op.attr_var_names())
         if not has_grad:   # read all the same: a leaf's first read counts
             carried = []
         carried_inputs.append(carried)
@@ -166,8 +166,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(outputs, inputs)
                 on_path.append(idx)
     on_path.reverse()
-    rewrites = None if leaves is not None or any(map(_VAR_ATTRS, ops)) else \
-        carrying.read_first or len(written) < sum(map(len, outputs_of))
+    rewrites = None if leaves is not None else carrying.read_first or len(written) < len(writes)
     return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops, rewrites)
 
 
