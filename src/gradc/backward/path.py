@@ -143,6 +143,8 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
     # a name enters needed differentiable, unless a target or a given leaf is not: then outputs are checked
     checked = all(map(is_differentiable, targets | (leaves or set())))
+    # an op's outputs are needed, so targets or inputs of a later op on the path, which wants has: only a target is new
+    fresh = set(targets) - wants
     on_path = []
     for idx, inputs, all_outputs, (_, _, overwrites, control) in zip(range(len(ops) - 1, -1, -1),
                                                                      reversed(carried_inputs), reversed(outputs_of),
@@ -163,7 +165,11 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:
                 needed.update(inputs)
-                wants.update(outputs, inputs)
+                if fresh and not fresh.isdisjoint(outputs):
+                    wants.update(outputs, inputs)
+                    fresh.difference_update(outputs)
+                else:
+                    wants.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
     rewrites = None if leaves is not None else carrying.read_first or len(written) < len(writes)
