@@ -40,7 +40,8 @@ class Encoder(AttrEncoder):
         super().__init__()
         self._params: dict[str, bytes] = {}   # slot names, as a Var's field 1
         self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
-        self._var_bodies: dict[tuple, bytes] = {}   # a dense var's fields after its name
+        self._var_bodies: dict[tuple, tuple] = {}   # a dense var's key -> its starts by name size, its body
+        self._var_starts: dict[int, list] = {}   # a body's size -> a var's starts by its name's size
         self._input_starts: dict[str, list] = {}   # slot -> its start by its one argument's size (_slot_start)
         self._output_starts: dict[str, list] = {}
         self._frames: dict[int, bytes] = {}   # an op's length -> the tag and length its field starts with
@@ -103,36 +104,49 @@ class Encoder(AttrEncoder):
         """A run of vars' pieces, joined by the caller (cheaper than three += a var; a run, not the block, since
         join holds 80 B an item while it runs). Hot: the common var, a dense tensor, is written here, and its
         name's bytes kept in the names' table for the ops after it."""
-        names, small, bodies = self._names, SMALL, self._var_bodies
+        names, bodies = self._names, self._var_bodies
         pieces = []
         for var in run:
             name, dtype = var.name, var.dtype
-            if var.raw_type is None and var.type == _DENSE_TENSOR and not var.attrs and type(name) is str:
-                # a dense var's body is keyed by its fields' values and exact types (1 is not True nor 3.0 3); type()
-                # per field, not map(type, ...): the interpreter specialises the call. No dtype's body is b"": the
-                # var goes to framed_var, as any the body's writer refuses
-                lod, persistable, feed = var.lod_level, var.persistable, var.need_check_feed
-                parameter, stop, shape = var.is_parameter, var.stop_gradient, var.shape or ()
-                for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
-                    if type(dim) is not int:
-                        break
-                else:
-                    key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
-                           type(feed), type(parameter), type(stop), tuple(shape))
-                    try:   # a subscript, cheaper than .get() on a hit
-                        body = bodies[key]
-                    except KeyError:
-                        body = bodies[key] = _dense_body_or_empty(var)
-                    try:
-                        data = name.encode()
-                    except UnicodeError:
-                        body = b""
-                    if body and len(data) + len(body) < 126:   # the var's length in one byte
-                        names[name] = data
-                        pieces += (_VAR_STARTS[2 + len(data) + len(body)], small[len(data)], data, body)
-                        continue
-            pieces.append(self.framed_var(var))
+            if var.raw_type is not None or var.type != _DENSE_TENSOR or var.attrs or type(name) is not str:
+                pieces.append(self.framed_var(var))
+                continue
+            # a dense var's body is keyed by its fields' values and exact types (1 is not True nor 3.0 3); type() per
+            # field, not map(type, ...): the interpreter specialises the call
+            lod, persistable, feed = var.lod_level, var.persistable, var.need_check_feed
+            parameter, stop, shape = var.is_parameter, var.stop_gradient, var.shape or ()
+            for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
+                if type(dim) is not int:
+                    starts = ()
+                    break
+            else:
+                key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
+                       type(feed), type(parameter), type(stop), tuple(shape))
+                try:   # a subscript, cheaper than .get() on a hit
+                    starts, body = bodies[key]
+                except KeyError:
+                    starts, body = bodies[key] = self._dense_entry(var)
+            try:   # no starts where the body's writer refused the var, none at its name's size where it is long
+                data = name.encode()
+                start = starts[len(data)]
+            except (UnicodeError, IndexError):
+                pieces.append(self.framed_var(var))
+                continue
+            names[name] = data
+            pieces += (start, data, body)
         return pieces
+
+    def _dense_entry(self, var: VarDesc) -> tuple[list | tuple, bytes]:
+        """A dense var's body, and its starts by its name's size (tag, length, the name's tag and length; the sizes
+        that keep the var's length in one byte), shared by the bodies of one size; no starts: framed_var writes it."""
+        body = _dense_body_or_empty(var)
+        if not body:
+            return (), b""
+        starts = self._var_starts.get(len(body))
+        if starts is None:
+            starts = self._var_starts[len(body)] = [_VAR_STARTS[2 + size + len(body)] + SMALL[size]
+                                                    for size in range(max(0, 126 - len(body)))]
+        return starts, body
 
     def framed_var(self, var: VarDesc) -> bytes:
         """The var as the BlockDesc's field 3: tag, length, then its bytes."""
