@@ -171,8 +171,9 @@ class Encoder(AttrEncoder):
         argument's bytes, then those. Any other slot (none or several arguments, a new slot or name, a long name)
         is left to _write_slot."""
         names = self._names
-        for slot, args in slots.items():
+        for slot in slots:   # the dict's keys, each looked up: no items view and its iterator made per op
             try:
+                args = slots[slot]
                 [name] = args
                 data = names[name]
                 start = starts[slot][len(data)]
