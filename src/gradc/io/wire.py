@@ -209,8 +209,11 @@ class Encoder(AttrEncoder):
             for name, value in op.attrs.items():
                 kind, held = types[name], type(value)
                 if held is list:
-                    parts.append(self._text_list(name, kind, value) if kind in TEXT_LIST_TAGS
-                                 else self.attr(name, kind, value))
+                    if not value:   # kept by attr() under its type and None (a grad op's op_role_var, often)
+                        parts.append(cache.get((name, kind, list, None)) or self.attr(name, kind, value))
+                    else:
+                        parts.append(self._text_list(name, kind, value) if kind in TEXT_LIST_TAGS
+                                     else self.attr(name, kind, value))
                 else:
                     try:
                         parts.append(cache[name, kind, held, value])

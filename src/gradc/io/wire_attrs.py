@@ -36,11 +36,11 @@ class AttrEncoder:
     def attr(self, name: str, kind: int, value) -> bytes:
         """An OpDesc.Attr, tagged as the OpDesc's field 4."""
         listed = type(value) is list
-        if listed and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
+        if listed and value and kind in TEXT_LIST_TAGS:   # not cached: a grad op's op_role_var names its own parameter
             return self._text_list(name, kind, value)
         if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
-            key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
-                                                                        tuple(map(type, value)))
+            key = ((name, kind, list, None) if not value else (name, kind, id(value)) if kind in _FLOAT_LISTS
+                   else (name, kind, tuple(value), tuple(map(type, value))))
             encoded = self._attrs.get(key)
             if encoded is not None:
                 return encoded
@@ -52,7 +52,7 @@ class AttrEncoder:
                 body += b"".join([LIST_FIELDS[kind](v) for v in value])
             elif kind in SCALAR_FIELDS:
                 body += SCALAR_FIELDS[kind](value)
-            else:
+            elif not (listed and kind in TEXT_LIST_TAGS):   # an empty text list is its name and type alone
                 raise Unusual
         encoded = length_prefixed(b"\x22", body)
         if listed:
