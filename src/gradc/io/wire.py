@@ -30,7 +30,7 @@ from .wire_values import (
 
 _DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # a plain int: the comparison with a var's int type is specialised
 _VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
-_VARS_RUN = 1024   # vars per joined run
+_RUN = 1024   # vars or ops per joined run (join holds 80 B an item while it runs)
 
 
 class Encoder(AttrEncoder):
@@ -47,19 +47,18 @@ class Encoder(AttrEncoder):
         self._frames: dict[int, bytes] = {}   # an op's length -> the tag and length its field starts with
 
     # ------------------------------------------------------------ program, block
-    def program(self, program: Program) -> bytes | bytearray:
-        """The program's bytes, in the one buffer its fields were appended to (bytes where the message path wrote
-        them)."""
-        out = bytearray()
+    def program(self, program: Program) -> list[bytes]:
+        """The program's bytes as chunks to join: a block's frame, then its fields in runs (the one chunk protobuf
+        wrote where the message path writes the program)."""
+        chunks = []
         try:
             for block in program.blocks:
-                self.block(block, out)
-            for field in self.header(program):
-                out += field
+                self.block(block, chunks)
+            chunks += self.header(program)
         except (Unusual, TypeError, ValueError, UnicodeError):
             from .protobuf import program_to_proto
-            return program_to_proto(program).SerializeToString(deterministic=True)
-        return out
+            return [program_to_proto(program).SerializeToString(deterministic=True)]
+        return chunks
 
     @staticmethod
     def header(program: Program) -> list[bytes]:
@@ -73,33 +72,37 @@ class Encoder(AttrEncoder):
             parts.append(length_prefixed(b"\x2a", pairs))
         return parts
 
-    def block(self, block: Block, out: bytearray) -> None:
-        """Append the block as the ProgramDesc's field 1: its fields, then its tag and length put before them."""
-        start = len(out)
-        out += b"\x08" + as_int(block.idx, INT32) + b"\x10" + as_int(block.parent_idx, INT32)
-        self.vars(block, out)
+    def block(self, block: Block, chunks: list) -> None:
+        """Append the block as the ProgramDesc's field 1: its tag and length, then its fields in runs."""
+        fields = [b"\x08" + as_int(block.idx, INT32) + b"\x10" + as_int(block.parent_idx, INT32)]
+        found = list(block.vars.values())
+        for first in range(0, len(found), _RUN):
+            fields.append(b"".join(self._var_run(found[first:first + _RUN])))
+        ops = block.ops
+        for first in range(0, len(ops), _RUN):
+            fields.append(b"".join(self._op_run(ops[first:first + _RUN])))
+        if block.forward_block_idx is not None:
+            fields.append(b"\x28" + as_int(block.forward_block_idx, INT32))
+        chunks.append(b"\x0a" + varint(sum(map(len, fields))))
+        chunks += fields
+
+    def _op_run(self, run: list[OpDesc]) -> list[bytes]:
+        """A run of ops' pieces, each op's tag and length then its bytes."""
         frames, op = self._frames, self.op
-        for item in block.ops:
+        pieces = []
+        for item in run:
             try:
                 body = op(item)
             except (Unusual, TypeError, ValueError, UnicodeError, KeyError):
                 body = _by_message(item)
             try:
-                out += frames[len(body)]
+                pieces.append(frames[len(body)])
             except KeyError:
-                out += _cached_frame(frames, b"\x22", len(body))
-            out += body
-        if block.forward_block_idx is not None:
-            out += b"\x28" + as_int(block.forward_block_idx, INT32)
-        out[start:start] = b"\x0a" + varint(len(out) - start)
+                pieces.append(_cached_frame(frames, b"\x22", len(body)))
+            pieces.append(body)
+        return pieces
 
     # ------------------------------------------------------------ var
-    def vars(self, block: Block, out: bytearray) -> None:
-        """Append the block's vars, each as the BlockDesc's field 3, a run of them at a time."""
-        found = list(block.vars.values())
-        for first in range(0, len(found), _VARS_RUN):
-            out += b"".join(self._var_run(found[first:first + _VARS_RUN]))
-
     def _var_run(self, run: list[VarDesc]) -> list[bytes]:
         """A run of vars' pieces, joined by the caller (cheaper than three += a var; a run, not the block, since
         join holds 80 B an item while it runs). Hot: the common var, a dense tensor, is written here, and its
@@ -278,5 +281,5 @@ def _cached(cache: dict, tag: bytes, text) -> bytes:
 
 
 def encode_program(program: Program) -> bytes:
-    encoded = Encoder().program(program)
-    return bytes(encoded)   # copied once the encoder and its caches are freed: the peak holds one or the other
+    chunks = Encoder().program(program)
+    return b"".join(chunks)   # joined once the encoder and its caches are freed: the peak holds one or the other
