@@ -176,12 +176,11 @@ class Encoder(AttrEncoder):
         names = self._names
         for slot in slots:   # the dict's keys, each looked up: no items view and its iterator made per op
             try:
-                args = slots[slot]
-                [name] = args
+                [name] = slots[slot]
                 data = names[name]
                 start = starts[slot][len(data)]
             except (ValueError, KeyError, IndexError):
-                self._write_slot(parts, tag, slot, args, starts)
+                self._write_slot(parts, tag, slot, slots[slot], starts)
                 continue
             parts.append(start or self._slot_start(tag, slot, len(data), starts[slot]))
             parts.append(data)
