@@ -30,7 +30,7 @@ from .wire_values import (
 
 _DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # a plain int: the comparison with a var's int type is specialised
 _VAR_STARTS = [b"\x1a" + SMALL[size] + b"\x0a" for size in range(128)]   # a var's tag and length, its name's tag
-_RUN = 1024   # vars or ops per joined run (join holds 80 B an item while it runs)
+_RUN = 256   # vars or ops per joined run: join holds 80 B an item while it runs; a run of ops stays under 128 KiB
 
 
 class Encoder(AttrEncoder):
