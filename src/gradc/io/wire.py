@@ -168,25 +168,8 @@ class Encoder(AttrEncoder):
         return other_var(var)
 
     # ------------------------------------------------------------ op
-    def _write_slots(self, parts: list, tag: bytes, slots: dict, starts: dict) -> None:
-        """An op's input (tag 1) or output (tag 2) slots. Most name one argument, written as two cached pieces: the
-        slot's start (its tag and length, the slot's name, the argument's tag and length), cached by the size of the
-        argument's bytes, then those. Any other slot (none or several arguments, a new slot or name, a long name)
-        is left to _write_slot."""
-        names = self._names
-        for slot in slots:   # the dict's keys, each looked up: no items view and its iterator made per op
-            try:
-                [name] = slots[slot]
-                data = names[name]
-                start = starts[slot][len(data)]
-            except (ValueError, KeyError, IndexError):
-                self._write_slot(parts, tag, slot, slots[slot], starts)
-                continue
-            parts.append(start or self._slot_start(tag, slot, len(data), starts[slot]))
-            parts.append(data)
-
     def _write_slot(self, parts: list, tag: bytes, slot: str, args: list, starts: dict) -> None:
-        """A slot _write_slots leaves: a one-argument slot whose start or name is not cached yet, or any other."""
+        """A slot op() leaves: a one-argument slot whose start or name is not cached yet, or any other."""
         if len(args) == 1:
             data = self._names.get(args[0]) or _cached_name(self._names, args[0])
             size = len(data)
@@ -198,10 +181,34 @@ class Encoder(AttrEncoder):
         parts.append(self._slot(tag, slot, args))
 
     def op(self, op: OpDesc) -> bytes:
-        """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
-        parts = []
-        self._write_slots(parts, b"\x0a", op.inputs, self._input_starts)
-        self._write_slots(parts, b"\x12", op.outputs, self._output_starts)
+        """The op's bytes, or Unusual (or TypeError, ...) where the message path must write it. Most of its input
+        (tag 1) and output (tag 2) slots name one argument, written as two cached pieces: the slot's start (its tag
+        and length, the slot's name, the argument's tag and length), cached by the size of the argument's bytes, then
+        those; any other slot (none or several arguments, a new slot or name, a long name) goes to _write_slot."""
+        # the inputs' loop and the outputs' are written out, not a method called twice: 3.6% of a save's instructions
+        parts, names = [], self._names
+        slots, starts = op.inputs, self._input_starts
+        for slot in slots:   # the dict's keys, each looked up: no items view and its iterator made per op
+            try:
+                [name] = slots[slot]
+                data = names[name]
+                start = starts[slot][len(data)]
+            except (ValueError, KeyError, IndexError):
+                self._write_slot(parts, b"\x0a", slot, slots[slot], starts)
+                continue
+            parts.append(start or self._slot_start(b"\x0a", slot, len(data), starts[slot]))
+            parts.append(data)
+        slots, starts = op.outputs, self._output_starts
+        for slot in slots:
+            try:
+                [name] = slots[slot]
+                data = names[name]
+                start = starts[slot][len(data)]
+            except (ValueError, KeyError, IndexError):
+                self._write_slot(parts, b"\x12", slot, slots[slot], starts)
+                continue
+            parts.append(start or self._slot_start(b"\x12", slot, len(data), starts[slot]))
+            parts.append(data)
         try:
             parts.append(self._types[op.type])
         except KeyError:
