@@ -114,6 +114,8 @@ def run_rows(args, gradcs: dict[str, Worker], paddle: Worker | None, why_no_padd
                for name, runs in answers.items()}, "<= 0.3 s")
     table.row("load / protobuf ParseFromString (N=3000)", fmt(answers, lambda a: a["load"] / a["parse"], "{:.1f}x"),
               "<= 4x")
+    table.row("load with every block read at once (lazy=False, as the command line does) / ParseFromString",
+              fmt(answers, lambda a: a.get("eager_load", a["load"]) / a["parse"], "{:.1f}x"), "-")
     table.row("save / protobuf SerializeToString (N=3000, compiled)",
               fmt(answers, lambda a: a["save"] / a["serialize"], "{:.1f}x"), "<= 3x")
     table.row("load-time validation (required fields, structure, names) / load + compile + save (N=3000)",

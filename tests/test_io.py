@@ -99,7 +99,10 @@ def test_bad_block_reference_names_the_op(tmp_path):
     op = program.global_block.append_op("conditional_block", {}, {})
     op.set_attr("sub_block", 7, gradc.ir.AttrType.BLOCK)
     with pytest.raises(gradc.ProgramError, match=r"block 0, op 0 \(conditional_block\).*block 7"):
-        parse_program(serialize(program))
+        parse_program(serialize(program), lazy=False)
+    loaded = parse_program(serialize(program))   # a lazy load checks a block's contents where they are first used
+    with pytest.raises(gradc.ProgramError, match=r"block 0, op 0 \(conditional_block\).*block 7"):
+        loaded.global_block.ops   # noqa: B018 (reads it)
 
 
 def test_parent_cycle_is_reported():

@@ -58,7 +58,7 @@ def convert(source, target, fmt):
     """Convert a program between binary .pb, text .pbtxt, protobuf JSON (.pbjson) and Paddle 3's PIR JSON
     (.json). Reading sniffs the format, so SOURCE may be any of them."""
     check_writable(target)
-    save(load(source), target, fmt)
+    save(load(source, lazy=False), target, fmt)
     click.echo(f"wrote {target}", err=is_stdout(target))
 
 

@@ -11,6 +11,7 @@ deepcopy, pickle) is another program: it passed nothing."""
 from __future__ import annotations
 
 import weakref
+from contextlib import contextmanager
 
 from .ir import Program
 from .ir.descs import op_edits
@@ -23,7 +24,7 @@ _PASSED: weakref.WeakKeyDictionary[Program, dict[str, tuple]] = weakref.WeakKeyD
 
 
 def _state(program: Program) -> tuple:
-    return program.revision, op_edits(), [(len(block.ops), len(block.vars)) for block in program.blocks]
+    return program.revision, op_edits(), [block.sizes() for block in program.blocks]
 
 
 def record(program: Program, check: str) -> None:
@@ -35,3 +36,17 @@ def passed(program: Program, check: str) -> bool:
     """Whether ``program`` passed ``check`` and has not changed since."""
     checks = _PASSED.get(program)
     return checks is not None and checks.get(check) == _state(program)
+
+
+@contextmanager
+def kept(program: Program | None):
+    """A change to how ``program`` is held, not to what it says (a loaded block's contents read from its bytes): the
+    checks it had passed stay passed. None: a program already dropped, which keeps nothing."""
+    if program is None:
+        yield
+        return
+    state = _state(program)
+    held = [check for check, passed_in in _PASSED.get(program, {}).items() if passed_in == state]
+    yield
+    for check in held:
+        record(program, check)

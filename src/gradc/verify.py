@@ -34,24 +34,36 @@ def structure_problems(program: Program, source: str = "program") -> Iterator[st
     """Block indices, parent links (acyclic, at most MAX_NESTING deep) and sub-block attributes are
     consistent; every name is text without control characters. Linear in the program's size. A problem
     with the blocks themselves ends the walk: nothing after it could be read safely."""
-    frame, depths = _frame(program, source)
-    if frame:
-        yield from frame
+    problems, depths = frame(program, source)
+    if problems:
+        yield from problems
         return
+    yield from header_problems(program, source)
+    parents = [block.parent_idx for block in program.blocks]
+    for block in program.blocks:
+        yield from block_problems(parents, block.idx, block.vars, block.ops, source, depths)
+
+
+def header_problems(program: Program, source: str) -> Iterator[str]:
     for name, _ in program.op_version_map or ():
         if _bad_name(name):
             yield f"{source}: the op version map names {name!r}, which is not printable text"
-    for block in program.blocks:
-        yield from _name_problems(block, source)
-        for op_idx, op in enumerate(block.ops):
-            if _BLOCK_KINDS.isdisjoint(op.attr_types.values()):   # most ops: no block attribute to check
-                continue
-            for name, kind in op.attr_types.items():
-                if kind == AttrType.BLOCK and op.attrs[name] is None:
-                    yield (f"{source}: {op_location(block.idx, op_idx, op.type)}: attribute '{name}' "
-                           f"is a block reference with no block index")
-            for name, sub in op.block_refs():
-                yield from _sub_block_problems(program, block.idx, op_idx, op.type, name, sub, source, depths)
+
+
+def block_problems(parents: list[int], idx: int, vars: dict, ops: list, source: str,
+                   depths: list[int]) -> Iterator[str]:
+    """The problems of one block's contents, given before they are the block's own (a loaded block's, checked as
+    they are read): its names, and the blocks its ops' attributes name (``parents``: each block's parent_idx)."""
+    yield from _name_problems(idx, vars, ops, source)
+    for op_idx, op in enumerate(ops):
+        if _BLOCK_KINDS.isdisjoint(op.attr_types.values()):   # most ops: no block attribute to check
+            continue
+        for name, kind in op.attr_types.items():
+            if kind == AttrType.BLOCK and op.attrs[name] is None:
+                yield (f"{source}: {op_location(idx, op_idx, op.type)}: attribute '{name}' "
+                       f"is a block reference with no block index")
+        for name, sub in op.block_refs():
+            yield from _sub_block_problems(parents, idx, op_idx, op.type, name, sub, source, depths)
 
 
 _BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
@@ -60,11 +72,12 @@ _BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
 def frame_problems(program: Program, source: str = "program") -> list[str]:
     """Problems with the blocks themselves (indices, parent links, nesting): after one, nothing else can be
     walked safely."""
-    return _frame(program, source)[0]
+    return frame(program, source)[0]
 
 
-def _frame(program: Program, source: str) -> tuple[list[str], list[int]]:
-    """The frame's problems, and each block's nesting depth when there are none."""
+def frame(program: Program, source: str) -> tuple[list[str], list[int]]:
+    """The frame's problems, and each block's nesting depth when there are none: what can be checked before any
+    block's contents are read."""
     problems = list(_block_problems(program, source))
     depths: list[int] = []
     if not problems:
@@ -119,12 +132,12 @@ def _bad_name(name) -> bool:
     return type(name) is not str or not name.isprintable()
 
 
-def _name_problems(block, source: str) -> Iterator[str]:
+def _name_problems(idx: int, vars: dict, ops: list, source: str) -> Iterator[str]:
     """Names are text a user can read in one line: not undecodable bytes, no control characters. Checked
     in bulk (one join per block); the slow search for the culprits runs only when something is wrong."""
-    names = list(block.vars)
+    names = list(vars)
     texts = []   # text attribute values: they must be str
-    for op in block.ops:
+    for op in ops:
         names.append(op.type)
         for slots in (op.inputs, op.outputs):
             names += slots
@@ -141,15 +154,15 @@ def _name_problems(block, source: str) -> Iterator[str]:
                 else:
                     texts.append(value)
     if not (_STR.issuperset(map(type, names)) and "".join(names).isprintable() and _STR.issuperset(map(type, texts))):
-        yield from _bad_names(block, source)
+        yield from _bad_names(idx, vars, ops, source)
 
 
-def _bad_names(block, source: str) -> Iterator[str]:
-    for name in block.vars:
+def _bad_names(idx: int, vars: dict, ops: list, source: str) -> Iterator[str]:
+    for name in vars:
         if _bad_name(name):
-            yield f"{source}: block {block.idx} declares a var whose name {name!r} is not printable text"
-    for op_idx, op in enumerate(block.ops):
-        where = f"{source}: block {block.idx}, op {op_idx}"
+            yield f"{source}: block {idx} declares a var whose name {name!r} is not printable text"
+    for op_idx, op in enumerate(ops):
+        where = f"{source}: block {idx}, op {op_idx}"
         if _bad_name(op.type):
             yield f"{where}: the op type {op.type!r} is not printable text"
             continue
@@ -165,17 +178,17 @@ def _bad_names(block, source: str) -> Iterator[str]:
                 yield f"{where} ({op.type}): attribute '{name}' holds bytes that are not UTF-8 text"
 
 
-def _sub_block_problems(program, block_idx, op_idx, op_type, attr, sub, source, depths) -> Iterator[str]:
+def _sub_block_problems(parents, block_idx, op_idx, op_type, attr, sub, source, depths) -> Iterator[str]:
     where = f"{source}: {op_location(block_idx, op_idx, op_type)}"
-    if not 0 < sub < len(program.blocks):
-        yield f"{where}: attribute '{attr}' names block {sub}, but the program has {len(program.blocks)} blocks"
+    if not 0 < sub < len(parents):
+        yield f"{where}: attribute '{attr}' names block {sub}, but the program has {len(parents)} blocks"
         return
     ancestor = block_idx if depths[sub] <= depths[block_idx] else -1   # only an ancestor can close a cycle
     while ancestor != -1:
         if ancestor == sub:
             yield f"{where}: attribute '{attr}' names block {sub}, which contains this op: a cycle"
             return
-        ancestor = program.blocks[ancestor].parent_idx
+        ancestor = parents[ancestor]
 
 
 def _undeclared_input(op_type: str, slot: str) -> bool:

@@ -70,7 +70,7 @@ def check(program, feed, params, startups, losses, wrt, max_elements, directions
     from ..rnn_flat import flat_buffers
     from ..training.programs import checkable_forward_part, is_training_op, set_test_mode, updates_parameters
     from ..training.stepped_losses import losses_stepped_apart
-    whole = prog = load(program)
+    whole = prog = load(program, lazy=False)
     if test_mode:
         set_test_mode(prog)
     compiled = note = None   # the note said once the check has run: a check that cannot run says one line

@@ -123,7 +123,7 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
     notes: list[str] = []
     say = notes.append if as_json else partial(click.echo, err=is_stdout(output))   # -o /dev/stdout: the program only
     with recorded_warnings() if as_json else nullcontext([]) as warned:
-        prog = load(program)
+        prog = load(program, lazy=False)
         if initialiser_program(prog.global_block):
             raise GradcError(f"'{program}' is a startup program (its every op initialises a persistable var): it has "
                              f"no loss to differentiate; compile the forward program and give this one to gradc "

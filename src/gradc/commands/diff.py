@@ -31,7 +31,7 @@ def diff(first, second, ignore, all_attrs, max_lines, as_json):
 
     Exit codes: 0 the same; 1 they differ (nothing on stderr) or a program could not be read (one 'gradc:
     error:' line on stderr; with --json, nothing on stdout); 2 a usage error."""
-    a, b = load(first), load(second)
+    a, b = load(first, lazy=False), load(second, lazy=False)
     if as_json:
         found = differences(a, b, ignore, bookkeeping=all_attrs)
         emit({"first": str(first), "second": str(second), "same": not found, "ignored_attrs": list(ignore),

@@ -62,7 +62,7 @@ def evaluate(program, data, episodes, feed, params, startups, batch_size, losses
     F1, macro F1, exact match, each label's F1). The forward part runs in test mode, as after each
     epoch of gradc train --eval, whose numbers these are (--train-mode: as it trains)."""
     check_dependents(pck, keypoints, iou, detections)
-    prog = load(program)
+    prog = load(program, lazy=False)
     if feed is not None or episodes or len(data) > 1:
         data = Dataset.joined(data, "data", prog, others=True,
                               fixed=read_npz(feed, "feed") if feed is not None else None, episodes=episodes)

@@ -79,7 +79,7 @@ def export_command(program, output, inputs, old_feeds, fetches, params, startups
     fetches need from the inputs, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
     feeds = _inputs(inputs, old_feeds)
-    prog = load(program)
+    prog = load(program, lazy=False)
     rename = {}
     feeds, fetches = _renamed(prog, feeds, rename), _renamed(prog, fetches, rename)
     prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output

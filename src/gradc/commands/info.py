@@ -48,7 +48,7 @@ def info(program, as_json, params):
         return
     if params and program == STDIO:
         raise click.UsageError("--params: with a program file, not one piped in")
-    prog = load(program) if params else None   # loaded once, for the summary and the files' facts
+    prog = load(program, lazy=False) if params else None   # loaded once, for the summary and the files' facts
     facts = summary(program, prog)
     lines = _lines(facts)
     if params:
@@ -63,9 +63,9 @@ def summary(program: str, prog: Program | None = None) -> dict:
     from ..passes.backward import refuses_again  # the compiler's rule, for the kind line
     if program == STDIO:   # read once: a pipe gives its bytes one time
         head = sys.stdin.buffer.read()
-        prog = parse_program(head, detect_format(program, head), "<stdin>")
+        prog = parse_program(head, detect_format(program, head), "<stdin>", lazy=False)
     else:
-        prog = prog if prog is not None else load(program)
+        prog = prog if prog is not None else load(program, lazy=False)
         with open(program, "rb") as handle:
             head = handle.read(4096)
     fmt = detect_format(program, head[:4096])

@@ -63,7 +63,7 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
     group, every rank by default)."""
     if out:
         check_writable(out)
-    loaded = [load(path) for path in programs]
+    loaded = [load(path, lazy=False) for path in programs]
     scopes = []
     for program, values in zip(loaded, _per_rank(params, len(loaded), "--params")):
         scope = Scope()

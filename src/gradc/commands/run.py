@@ -46,7 +46,7 @@ def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the ot
 
 def _session(program_path: str, params: tuple[str, ...], startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
-    prog = load(program_path)
+    prog = load(program_path, lazy=False)
     scope, executor = Scope(), Executor()
     for startup in startups:
         run_startup(executor, startup, scope)

@@ -34,7 +34,7 @@ def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_
     for path in (dot_out, svg_out, png_out):
         if path:
             check_writable(path)
-    prog = load(program)
+    prog = load(program, lazy=False)
     if dot_out or svg_out or png_out:
         from ..viz.dot import program_dot, render
         text = program_dot(prog, title=str(program))

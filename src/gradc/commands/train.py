@@ -184,7 +184,7 @@ def train(program, data, cycle, episodes, feed, startups, params, epochs, batch_
             check_params_path(path)
     if plot:
         require_matplotlib()
-    training = load(program)
+    training = load(program, lazy=False)
     if lr_schedule is None and lr_var is None and lbfgs is None:
         lr_schedule = schedule_record.followed(training, program)
     if save_ema:

@@ -50,7 +50,7 @@ def verify(programs, quiet, as_json):
 def _checked(path: str) -> tuple:
     """The program, its problems, and the op types gradc has no definition of (a Paddle custom op, say): verify checks
     neither their slots nor their shapes, and says so rather than call them ok."""
-    program = load(path)
+    program = load(path, lazy=False)
     unknown = sorted({op.type for block in program.blocks for op in block.ops if registry.get(op.type) is None})
     return program, verify_program(program, str(path)), unknown
 

@@ -25,7 +25,7 @@ def view(program, output, feed, params, startups, title):
     the forward op it differentiates, collapsible sub-blocks, click panels, search. Open it in a browser."""
     output = output or str(Path(program).with_suffix(".html"))
     check_writable(output)
-    prog = load(program)
+    prog = load(program, lazy=False)
     stats = None
     if feed or params or startups:   # a run: numpy and the executor are imported only for one
         from ..io.arrays import read_npz
@@ -38,7 +38,7 @@ def view(program, output, feed, params, startups, title):
         with naming_feed(feed):
             given = read_files(params, prog)
             fed = model_inputs(prog, read_npz(feed, "feed"), feed) if feed else {}   # a test set's labels left out
-            stats = value_stats(prog, fed, given, [load(path) for path in startups], check)
+            stats = value_stats(prog, fed, given, [load(path, lazy=False) for path in startups], check)
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
     opening = f"; open {Path(output).resolve().as_uri()} in a browser" if Path(output).is_file() else ""   # not a pipe

@@ -19,6 +19,7 @@ from ..pir import is_pir, parse_pir, serialize_pir
 from ..verify import check_structure
 from .fast_read import read_program
 from .files import STDIO, check_writable, is_stdout, write_atomic
+from .lazy_read import read_lazily
 from .wire import encode_program
 
 __all__ = ["STDIO", "check_writable", "is_stdout", "detect_format", "load", "parse_program", "program_from_proto",
@@ -66,13 +67,24 @@ def _is_text(data: bytes) -> bool:
 
 
 @gc_paused()
-def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
+def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>", *, lazy: bool = True) -> Program:
+    """The program in ``data``. ``lazy``: a binary program's blocks are read, and checked, on first use
+    (gradc.io.lazy_read), so that a fault inside a block is raised there; else all at once, as the command line does."""
     if fmt == "pir":
         return parse_pir(data, source)
+    if fmt == "pb" and lazy:
+        program = read_lazily(data, source, lambda: _parse_message(data, fmt, source))
+        if program is not None:
+            return program
     program = read_program(data) if fmt == "pb" else None   # None: protobuf parses it, and names any fault
     if program is not None:
         check_structure(program, source)
         return program
+    return _parse_message(data, fmt, source)
+
+
+def _parse_message(data: bytes, fmt: str, source: str) -> Program:
+    """The program in ``data``, parsed by protobuf, which names the fault of bytes it refuses."""
     # protobuf is imported here: a plain binary program is read without it (its runtime is a fifth of start-up)
     from google.protobuf.message import DecodeError
 
@@ -141,19 +153,20 @@ def _decode_reason(fmt: str, exc: Exception, size: int) -> str:
     return f"invalid {'text format' if fmt == 'pbtxt' else 'JSON'}: {detail}"
 
 
-def load(path: str | os.PathLike) -> Program:
-    """Read a program from .pb (binary), .pbtxt (text) or .json."""
+def load(path: str | os.PathLike, *, lazy: bool = True) -> Program:
+    """Read a program from .pb (binary), .pbtxt (text) or .json. ``lazy``: a binary program's blocks are read on first
+    use, and a fault inside one is raised there (parse_program)."""
     if str(path).endswith(PARAMETER_SUFFIXES):
         raise FormatError(f"'{path}' is a parameter file, not a program: give the program (.json, .pdmodel, .pb) and "
                           f"this file with --params (gradc.load_params in Python)")
     if str(path) == STDIO:   # a program piped in: `gradc compile - -o -`
         data = sys.stdin.buffer.read()
-        return parse_program(data, detect_format(path, data), "<stdin>")
+        return parse_program(data, detect_format(path, data), "<stdin>", lazy=lazy)
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise FormatError(f"cannot read '{path}': {exc.strerror}{_paddle_prefix(Path(path))}") from None
-    return parse_program(data, detect_format(path, data), str(path))
+    return parse_program(data, detect_format(path, data), str(path), lazy=lazy)
 
 
 PARAMETER_SUFFIXES = (".pdiparams", ".pdparams", ".pdopt", ".npz", ".pdiparams.info")

@@ -21,20 +21,35 @@ from .plain_decode import PlainDecoder, shared_text
 from .wire_values import read_varint
 
 
-class _Unusual(Exception):
+class Unusual(Exception):
     """Bytes this reader leaves to the reference converter."""
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """Bytes protobuf refuses, or a message missing a required field: the caller's parse says which."""
 
 
 def read_program(data: bytes) -> Program | None:
     """The program a binary ProgramDesc holds, or None where its layout is not the plain one or protobuf would
     refuse it (the caller then parses it with protobuf)."""
+    layout = program_layout(data)
+    if layout is None:
+        return None
     reader = Reader()
     program = Program.empty()
-    header = []   # version and op_version_map, as their fields' bytes
+    try:
+        for start, end in layout[0]:
+            program.blocks.append(reader.block(program, data, start, end))
+        reader.header(program, layout[1])
+    except (Unusual, Refused, IndexError):
+        return None
+    return program if program.blocks else None
+
+
+def program_layout(data: bytes) -> tuple[list[tuple[int, int]], list[bytes]] | None:
+    """Where each block's bytes are, and the bytes of the version and op_version_map fields; None where the
+    program's own fields are not the plain ones or do not fit in ``data``."""
+    spans, header = [], []
     pos, size = 0, len(data)
     try:
         while pos < size:
@@ -45,16 +60,13 @@ def read_program(data: bytes) -> Program | None:
             if end > size or tag not in (0x0A, 0x22, 0x2A):
                 return None
             if tag == 0x0A:
-                program.blocks.append(reader.block(program, data, pos, end))
+                spans.append((pos, end))
             else:
                 header.append(data[start:end])
             pos = end
-        if header and not reader.plain.header(b"".join(header), program):
-            from .protobuf import header_from_proto
-            header_from_proto(_parsed("ProgramDesc", b"".join(header)), program)
-    except (_Unusual, _Refused, IndexError):
+    except IndexError:
         return None
-    return program if program.blocks else None
+    return spans, header
 
 
 def _parsed(message: str, data: bytes):
@@ -70,9 +82,9 @@ def _parsed(message: str, data: bytes):
     try:
         msg = message_type.FromString(data)
     except DecodeError:
-        raise _Refused from None
+        raise Refused from None
     if not msg.IsInitialized():
-        raise _Refused
+        raise Refused
     return msg
 
 
@@ -80,12 +92,12 @@ def _given_or_parsed(msg, message: str, data: bytes):
     return _parsed(message, data) if msg is None else msg
 
 
-def _int32_at(data: bytes, pos: int) -> tuple[int, int]:
+def int32_at(data: bytes, pos: int) -> tuple[int, int]:
     """An int32 field's varint, as protobuf reads it (a negative one takes ten bytes)."""
     start = pos
     value, pos = read_varint(data, pos)
     if pos - start > 10 or (value >= 2**31 and not 2**64 - 2**31 <= value < 2**64):
-        raise _Unusual   # an overlong or out-of-range value: protobuf's own parse decides
+        raise Unusual   # an overlong or out-of-range value: protobuf's own parse decides
     return (value - 2**64 if value >= 2**31 else value), pos
 
 
@@ -101,6 +113,12 @@ class Reader:
         self._attr_runs: dict[bytes, tuple] = {}
         self._attrs: dict[bytes, tuple] = {}   # one OpDesc.Attr's bytes -> (name, type, value)
 
+    def header(self, program: Program, header: list[bytes]) -> None:
+        """The version and op_version_map fields' bytes, read into ``program``."""
+        if header and not self.plain.header(b"".join(header), program):
+            from .protobuf import header_from_proto
+            header_from_proto(_parsed("ProgramDesc", b"".join(header)), program)
+
     def block(self, program: Program, data: bytes, pos: int, end: int) -> Block:
         """The BlockDesc in ``data[pos:end]``."""
         fields = {}   # by tag: idx (0x08), parent_idx (0x10), forward_block_idx (0x28)
@@ -111,7 +129,7 @@ class Reader:
                 size = data[pos + 1]
                 size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
                 if pos + size > end:
-                    raise _Refused
+                    raise Refused
                 if tag == 0x1A:
                     var = self.var_at(data, pos, pos + size)
                     block_vars[var.name] = var
@@ -119,11 +137,11 @@ class Reader:
                     ops.append(self.op(data[pos:pos + size]))
                 pos += size
             elif tag == 0x08 or tag == 0x10 or tag == 0x28:
-                fields[tag], pos = _int32_at(data, pos + 1)
+                fields[tag], pos = int32_at(data, pos + 1)
             else:
-                raise _Unusual
+                raise Unusual
         if pos != end or 0x08 not in fields or 0x10 not in fields:
-            raise _Unusual
+            raise Unusual
         block = Block(program, fields[0x08], fields[0x10])
         block.forward_block_idx = fields.get(0x28)
         block.vars, block.ops = block_vars, ops
@@ -170,7 +188,7 @@ class Reader:
         """The OpDesc ``data`` holds (``msg``: the same, parsed by protobuf, where the caller has it)."""
         try:
             return self._op(data)
-        except (_Unusual, IndexError, UnicodeDecodeError):
+        except (Unusual, IndexError, UnicodeDecodeError):
             from .protobuf import _op_from_proto
             return _op_from_proto(_given_or_parsed(msg, "OpDesc", data))
 
@@ -187,7 +205,7 @@ class Reader:
                 length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
                 end = pos + length
                 if data[pos] != 0x0A:
-                    raise _Unusual
+                    raise Unusual
                 length = data[pos + 1]
                 length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
                 raw = data[pos:pos + length]
@@ -198,7 +216,7 @@ class Reader:
                 args = []
                 while pos < end:
                     if data[pos] != 0x12:
-                        raise _Unusual
+                        raise Unusual
                     length = data[pos + 1]
                     length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
                     raw = data[pos:pos + length]
@@ -211,7 +229,7 @@ class Reader:
                         args = [name]   # most slots name one var: a list of one, not append's four places
                     pos += length
                 if pos != end:
-                    raise _Unusual
+                    raise Unusual
                 (inputs if tag == 0x0A else outputs)[slot] = args
             elif tag == 0x1A:
                 length, pos = read_varint(data, pos + 1)
@@ -228,9 +246,9 @@ class Reader:
                 op.is_target = data[pos + 1] == 1
                 pos += 2
             else:
-                raise _Unusual
+                raise Unusual
         if pos != size or not hasattr(op, "type"):
-            raise _Unusual
+            raise Unusual
         op.inputs, op.outputs = inputs, outputs
         if run is None:
             op.attrs, op.attr_types, op.repeated_attrs, op.var_attrs = {}, {}, (), ()
@@ -259,7 +277,7 @@ class Reader:
                 known = self._attrs[chunk] = self.plain.attr(chunk, run[start:pos]) or _reference_attr(chunk)
             name, kind, value = known
             if name in attrs:   # written twice: the reference converter keeps the second where it was
-                raise _Unusual
+                raise Unusual
             attrs[name] = value
             types[name] = kind
         return attrs, types, ()

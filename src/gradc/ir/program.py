@@ -14,11 +14,15 @@ def _no_program() -> None:   # a block copied or unpickled on its own: as if its
     return None
 
 
+_READ_LATE = frozenset({"vars", "ops", "forward_block_idx"})
+
+
 class Block:
     """A block refers to its program weakly: a Program and its blocks form no reference cycle, so a dropped program
     is freed at once by reference counting instead of waiting for a full pass of the cyclic collector."""
 
-    __slots__ = ("_program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "derived", "__weakref__")
+    __slots__ = ("_program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "derived", "_unread",
+                 "__weakref__")
 
     def __init__(self, program: Program, idx: int, parent_idx: int = -1):
         self._program = weakref.ref(program)
@@ -29,6 +33,28 @@ class Block:
         self.forward_block_idx: int | None = None
         # what an executor derives from the block (its plans), kept here so that it dies with the block
         self.derived = None
+        self._unread = None   # a loaded block's bytes not read yet (gradc.io.lazy_read): its contents come on first use
+
+    def __getattr__(self, name: str):
+        """A loaded block's vars, ops and forward_block_idx, read from its bytes on first use (only then is this
+        called: a slot that is set is found without it)."""
+        unread = self._unread if name in _READ_LATE else None
+        if unread is None:
+            raise AttributeError(f"'Block' object has no attribute {name!r}")
+        unread.read(self)
+        return getattr(self, name)
+
+    def sizes(self) -> tuple[int, int] | None:
+        """Its op and var counts; None for a loaded block not read yet (reading it does not count as a change)."""
+        return None if self._unread is not None else (len(self.ops), len(self.vars))
+
+    @classmethod
+    def unread(cls, program: Program, idx: int, parent_idx: int, unread) -> Block:
+        """A loaded block whose contents ``unread.read(block)`` gives on first use."""
+        block = cls.__new__(cls)
+        block._program, block.idx, block.parent_idx = weakref.ref(program), idx, parent_idx
+        block.derived, block._unread = None, unread
+        return block
 
     @property
     def program(self) -> Program:
@@ -103,7 +129,7 @@ class Block:
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
             setattr(self, name, value)
-        self._program, self.derived = _no_program, None
+        self._program, self.derived, self._unread = _no_program, None, None
 
     def _changed(self) -> None:
         program = self._program()

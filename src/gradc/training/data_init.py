@@ -33,7 +33,7 @@ def run_on_first_batch(executor: Executor, scope: Scope, paths: Sequence[str | o
     wrote. A program that writes no persistable var initialises nothing: refused, as is one that fails."""
     initialised, first = [], next(iter(data.batches(0, batch_size, shuffle, seed, drop_last)))
     for path in paths:
-        program = load(path)
+        program = load(path, lazy=False)
         wrote = set_from_data(program.global_block)
         try:
             if not wrote:

@@ -225,7 +225,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     from ..io import load
     from .params import read_files, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
-    program = program if isinstance(program, Program) else load(program)
+    program = program if isinstance(program, Program) else load(program, lazy=False)
     check_fetch_names(program, fetch or ())
     scope, executor = Scope() if scope is None else scope, executor or Executor()
     if seed is not None:

@@ -76,7 +76,7 @@ def read_files(paths: Sequence[str | os.PathLike], program: Program, strict: boo
 def _note_initialised(program: Program, values: dict, paths: Sequence[str | os.PathLike], startups) -> None:
     """The parameters block 0 reads that no file gives keep the startup programs' random initial values: a federated
     client's file that lost one would train and average a freshly drawn layer, unsaid."""
-    block, programs = program.global_block, [s if isinstance(s, Program) else load(s) for s in startups]
+    block, programs = program.global_block, [s if isinstance(s, Program) else load(s, lazy=False) for s in startups]
     read = [name for name in scope_reads(block) if (var := block.find_var(name)) is not None and var.is_parameter]
     initialised = {name for startup in programs for op in startup.global_block.ops for name in op.output_names()}
     left = [name for name in read if name not in values and name in initialised]   # the others: require_values
@@ -189,7 +189,7 @@ def run_startup(executor, startup, scope) -> None:
     """Run an initialiser program (a Program or a path) into ``scope``; a failure names the file, so that a program
     given as --startup by mistake (a forward program, which reads inputs) is not taken for the main one's."""
     try:
-        executor.run(startup if isinstance(startup, Program) else load(startup), scope=scope)
+        executor.run(startup if isinstance(startup, Program) else load(startup, lazy=False), scope=scope)
     except (ExecutionError, ProgramError) as exc:
         if isinstance(startup, Program):
             raise

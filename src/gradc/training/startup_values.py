@@ -34,7 +34,7 @@ def load_after_startups(executor: Executor, scope: Scope, startups: Sequence[Pro
     scope.vars.update(values)
     given, derived = set(values), set(values)
     for startup in startups:
-        program = (startup if isinstance(startup, Program) else load(startup)).clone()
+        program = (startup if isinstance(startup, Program) else load(startup, lazy=False)).clone()
         block = program.global_block
         again = []
         for op in block.ops:

@@ -63,8 +63,8 @@ class Trainer(TrainerCheckpoints):
         ``lbfgs``: each step is an L-BFGS step (gradc.training.lbfgs) of a program compiled without an optimizer.
         ``after_step``: programs run on the scope, unfed, after every step (TransE's renormalisation, say).
         ``lr_per_epoch``: the schedule's value at the epoch, not the step (a scheduler stepped after each epoch)."""
-        self.program = program if isinstance(program, Program) else load(program)
-        self.after_step = [after if isinstance(after, Program) else load(after) for after in after_step]
+        self.program = program if isinstance(program, Program) else load(program, lazy=False)
+        self.after_step = [after if isinstance(after, Program) else load(after, lazy=False) for after in after_step]
         if lbfgs is not None and lr_schedule is not None:
             raise GradcError("L-BFGS takes no learning-rate schedule: its learning_rate is the first trial step")
         reason = None if lbfgs is not None else updates_nothing(self.program)
