@@ -4,6 +4,7 @@ at load; reading a block is not an edit; and an unread program holds no referenc
 
 import gc
 import pickle
+import random
 import threading
 import weakref
 
@@ -11,6 +12,7 @@ import pytest
 
 import gradc
 from fixtures import DATA
+from fuzzing_mutations import mutate_bytes, mutate_program
 from gradc.io import parse_program, serialize
 from gradc.io.wire_values import varint
 from gradc.ir import AttrType, Program
@@ -174,3 +176,34 @@ def test_a_block_kept_after_its_program_is_dropped_is_still_read():
     bad = parse_program(_two_blocks().replace(b"\x1a\x05scale", b"\x1a\x05sc\x01le")).blocks[1]
     with pytest.raises(gradc.ProgramError, match="block 1, op 0"):
         bad.ops   # noqa: B018
+
+
+def _outcome(load, data: bytes):
+    try:
+        program = load(data)
+        return _program_fields(program)   # reads every block, in order
+    except gradc.GradcError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _refused_at_load(data: bytes) -> bool:
+    try:
+        parse_program(data)
+    except gradc.GradcError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("case", ["cond", "mlp"])
+def test_mutated_bytes_give_the_eager_loads_program_or_error(case):
+    """Flipped, cut, inserted and repeated bytes, and changed fields: loaded lazily then read, the same program as an
+    eager load, or the same error; a file with faults in several places may be refused for another of them, one the
+    lazy load checks before reading any block (the frame, the op version map)."""
+    data = (DATA / case / "forward.pb").read_bytes()
+    rng = random.Random(1)
+    mutants = [mutate_bytes(data, rng) for _ in range(150)] + [mutate_program(data, rng)[0] for _ in range(50)]
+    outcomes = [(_outcome(parse_program, m), _outcome(lambda d: parse_program(d, lazy=False), m), m) for m in mutants]
+    differ = [(lazy, eager, m) for lazy, eager, m in outcomes if lazy != eager]
+    assert all(type(lazy) is type(eager) is str and _refused_at_load(m) for lazy, eager, m in differ)
+    assert len(differ) < len(outcomes) // 20
+    assert {type(lazy) for lazy, _, _ in outcomes} == {list, str}   # both programs and errors among them
