@@ -101,5 +101,10 @@ class BackwardPass(Pass):
                     for name in args:
                         if name not in written and "@GRAD" in name and name != EMPTY_VAR:
                             raise self.fail(f"block 0, op {idx} ({op.type}) reads '{name}' before any op writes it")
-            for args in op.outputs.values():
-                written.update(args)
+                for args in op.outputs.values():
+                    written.update(args)
+            else:   # only grads are looked up: a forward value stays out of the set, half as large in a big program
+                for args in op.outputs.values():
+                    for name in args:
+                        if "@GRAD" in name:
+                            written.add(name)
