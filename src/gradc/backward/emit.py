@@ -94,7 +94,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         append(seed)
     wanted = path.wants_grad
     wants = wanted.__contains__   # for GradContext
-    names.name_all(path.wants_grad)
+    # in the order emit reads them: a large program's grad names and their table entries are then read in memory order,
+    # not scattered in the set's (the rest of wants_grad, a sub-block's given leaves and copies, named when asked)
+    names.name_all(path.met)
     on_path = set(path.op_indices)
     # the path's sweep saw every op of the block when it differentiates them all (the rest may write names again)
     stale_reads = versions.may_be_stale(job.forward_block,

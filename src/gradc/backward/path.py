@@ -27,6 +27,8 @@ class OpPath:
     # whether an op writes a name it or an earlier op used (Versions.rewritten for a path over a whole block), or None
     # (leaves given: a sub-block's)
     rewrites: bool | None = None
+    # wants_grad's names in the order the reverse sweep met them (again where met again), the order emit reads them in
+    met: list[str] = field(default_factory=list)
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -145,7 +147,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     checked = all(map(is_differentiable, targets | (leaves or set())))
     # an op's outputs are needed, so targets or inputs of a later op on the path, which wants has: only a target is new
     fresh = set(targets) - wants
-    on_path = []
+    on_path, met = [], []
     for idx, inputs, all_outputs, (_, _, overwrites, control) in zip(range(len(ops) - 1, -1, -1),
                                                                      reversed(carried_inputs), reversed(outputs_of),
                                                                      reversed(op_facts)):
@@ -168,12 +170,14 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 if fresh and not fresh.isdisjoint(outputs):
                     wants.update(outputs, inputs)
                     fresh.difference_update(outputs)
+                    met += outputs
                 else:
                     wants.update(inputs)
+                met += inputs
                 on_path.append(idx)
     on_path.reverse()
     rewrites = None if leaves is not None else carrying.read_first or len(written) < len(writes)
-    return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops, rewrites)
+    return OpPath(on_path, wants, no_grad, sub_paths, carrying, stops, rewrites, met)
 
 
 class _Carrying(dict):
