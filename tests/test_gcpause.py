@@ -95,6 +95,32 @@ gc.collect()
 print(json.dumps({"left": sorted({type(o).__module__ for o in gc.garbage if type(o).__module__.startswith("gradc")})}))
 """
 
+WRITE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from perf_models import deep_mlp
+import gradc
+gradc.save(deep_mlp(int(sys.argv[2])).program, sys.argv[3])
+"""
+
+READ_AND_COMPILED = """
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+from gradc import gcpause
+from gradc.io import parse_program, serialize
+from gradc.passes import BackwardPass, Pipeline, VerifyPass
+small, large = (open(path, "rb").read() for path in sys.argv[2:])
+parse_program(small)   # the first pause's end sets the mark at this small heap
+gc.collect()
+full = []
+gc.callbacks.append(lambda phase, info: phase == "stop" and info["generation"] == 2 and full.append(1))
+mark = gcpause._alive
+program = parse_program(large)   # its blocks read inside the verify pass's pause
+Pipeline([VerifyPass(), BackwardPass()])(program)
+serialize(program)
+print(json.dumps({"full": len(full), "marks": [mark, gcpause._alive, sys.getallocatedblocks()]}))
+"""
+
 PIR = """
 import gc, json, sys
 import gradc
@@ -153,6 +179,19 @@ def test_cyclic_garbage_made_while_paused_is_still_collected():
     once the heap has grown to GROWTH + 1 times its mark (1,000,000 cycles made, a few hundred thousand kept)."""
     alive = run_script(CYCLES)["alive"]
     assert max(alive) < 12 * min(alive[:5]) and max(alive[100:]) < 1.5 * max(alive[:100]), alive
+
+
+def test_a_large_program_read_and_compiled_at_once_pays_no_full_collection(tmp_path):
+    """A read's objects are alive at its end: they raise the mark as a collection's left-over does, so the heap
+    grown fourfold by reading and compiling a 9,000-op program is not scanned (before: one full collection, 0.1 s of
+    a 90,000-op program's 2.8 s), and the mark stays below the live heap."""
+    paths = [tmp_path / "small.pb", tmp_path / "large.pb"]
+    for path, layers in zip(paths, (1, 3000)):   # written by another process, whose pauses set no mark here
+        subprocess.run([sys.executable, "-c", WRITE, str(Path(__file__).parent.parent / "benchmarks"), str(layers),
+                        str(path)], check=True)
+    report = run_script(READ_AND_COMPILED, *paths)
+    mark, raised, heap = report["marks"]
+    assert report["full"] == 0 and heap > 4 * mark and mark < raised < heap, report
 
 
 def test_a_block_kept_after_its_program_still_takes_vars_and_ops_and_says_what_is_gone():

@@ -9,10 +9,11 @@ Objects moved so are not counted towards the interpreter's next full collection,
 pause would wait for one that may never come. gradc's IR makes none (a Block refers to its Program weakly: a dropped
 program is freed at once), but an executor's plans or a caller's objects may. So the heap is measured as it grows
 (pymalloc's allocated blocks, which a freed program gives back), and a full collection runs once it holds more than
-GROWTH + 1 times the most any full collection (whoever ran it) has left: a process that keeps compiling program after
-program, each dropped, pays none after the first (a gc.collect() between them, which finds the heap small, does not
-lower the mark); one that keeps making cyclic garbage frees it at a cost per object that stays constant, holding
-at most GROWTH + 1 times its largest live heap.
+GROWTH + 1 times the mark: the most any full collection (whoever ran it) has left, or any read of a program has made
+(alive at the read's end, as a collection's left-over is: a large program read and compiled at once pays none). A
+process that keeps compiling program after program, each dropped, pays none after the first (a gc.collect() between
+them, which finds the heap small, does not lower the mark); one that keeps making cyclic garbage frees it at a cost
+per object that stays constant, holding at most GROWTH + 1 times its largest live heap.
 
 A caller that froze objects of its own (gc.freeze: a fork server keeping its heap's pages shared, a test runner its
 collected tests) would have them thawed by the unfreeze, and every full collection would scan them again. Once a
@@ -27,21 +28,32 @@ import sys
 from contextlib import contextmanager
 
 GROWTH = 3   # the heap's growth since the last full collection, in multiples of what it left
-_alive: int | None = None   # the most allocated blocks a full collection left (None: until the first pause ends)
+_alive: int | None = None   # the mark, in allocated blocks (None: until the first pause ends)
 _caller_freezes = False
 
 
 @contextmanager
-def gc_paused():
+def gc_paused(keeps: bool = False):
+    """``keeps``: what the pause makes is acyclic and alive at its end (a program read from bytes): its growth is
+    live heap, which raises the mark as a full collection's left-over does, also where the pause is nested."""
+    before = sys.getallocatedblocks() if keeps else None
     if not gc.isenabled():   # nested, or the caller manages the collector
         yield
+        _kept(before)
         return
     gc.disable()
     try:
         yield
+        _kept(before)
     finally:
         _move_to_oldest()
         gc.enable()
+
+
+def _kept(before: int | None) -> None:
+    global _alive
+    if before is not None and _alive is not None:   # None: the outermost pause's end measures the heap, the read in it
+        _alive = max(_alive, sys.getallocatedblocks() - before)
 
 
 def _move_to_oldest() -> None:

@@ -66,7 +66,7 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
-@gc_paused()
+@gc_paused(keeps=True)
 def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>", *, lazy: bool = True) -> Program:
     """The program in ``data``. ``lazy``: a binary program's blocks are read, and checked, on first use
     (gradc.io.lazy_read), so that a fault inside a block is raised there; else all at once, as the command line does."""

@@ -63,7 +63,7 @@ class UnreadBlocks:
         self.whole: Program | None = None   # the eager read, made once a block needs it
         self.lock = threading.RLock()
 
-    @gc_paused()
+    @gc_paused(keeps=True)
     def read(self, block: Block) -> None:
         with self.lock:
             if block._unread is None:   # another thread read it first
