@@ -101,11 +101,11 @@ sys.path.insert(0, sys.argv[1])
 from perf_models import deep_mlp
 import gradc
 gradc.save(deep_mlp(int(sys.argv[2])).program, sys.argv[3])
+print("{}")
 """
 
 READ_AND_COMPILED = """
 import gc, json, sys
-sys.path.insert(0, sys.argv[1])
 from gradc import gcpause
 from gradc.io import parse_program, serialize
 from gradc.passes import BackwardPass, Pipeline, VerifyPass
@@ -187,8 +187,7 @@ def test_a_large_program_read_and_compiled_at_once_pays_no_full_collection(tmp_p
     a 90,000-op program's 2.8 s), and the mark stays below the live heap."""
     paths = [tmp_path / "small.pb", tmp_path / "large.pb"]
     for path, layers in zip(paths, (1, 3000)):   # written by another process, whose pauses set no mark here
-        subprocess.run([sys.executable, "-c", WRITE, str(Path(__file__).parent.parent / "benchmarks"), str(layers),
-                        str(path)], check=True)
+        run_script(WRITE, layers, path)
     report = run_script(READ_AND_COMPILED, *paths)
     mark, raised, heap = report["marks"]
     assert report["full"] == 0 and heap > 4 * mark and mark < raised < heap, report
