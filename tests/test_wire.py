@@ -147,6 +147,23 @@ def test_slots_and_vars_about_one_length_byte(size):
         encode_program(program)
 
 
+class _Name(str):
+    """A str subclass: a name a user's Python code may hold."""
+
+
+@pytest.mark.parametrize("odd", [b"bytes", 7, _Name("sub"), "lone\ud800", "\u00e9t\u00e9"])
+def test_an_argument_the_encoder_does_not_expect_is_written_as_the_message_path_does(odd):
+    """Names are encoded where they are used (no table of them): an argument of another type, a str subclass, a
+    str UTF-8 cannot encode, in a one-argument slot, in a slot of several and in a text list attribute, gives the
+    message path's bytes (or its error)."""
+    for slots, attrs in (({"X": [odd]}, {}), ({"X": ["x", odd]}, {}), ({"X": ["x"]}, {"op_role_var": ["x", odd]})):
+        program = gradc.Program()
+        program.global_block.create_var("x", [2])
+        program.global_block.append_op("scale", slots, {"Out": ["x"]}, attrs,
+                                       {"op_role_var": AttrType.STRINGS} if attrs else None)
+        assert_encoded_as_the_message_path_does(program)
+
+
 def test_an_edit_after_a_save_is_in_the_next_one():
     """The writer's caches (var bodies, names as op arguments, attribute fields) live for one save."""
     program = parse_program((DATA / "mlp" / "forward.pb").read_bytes())

@@ -1,8 +1,10 @@
 """A binary ProgramDesc written straight from the IR: the very bytes that protobuf's deterministic
 serialisation of gradc.io.protobuf.program_to_proto gives, without building the message first (building
 it cost ten times protobuf's own serialisation). Fields go in field-number order, sub-messages
-length-prefixed, as the protobuf encoding rules fix them; names, var bodies and attribute values a program
-repeats (Paddle's op_callstack is shared by an op and its grad ops) are encoded once per save.
+length-prefixed, as the protobuf encoding rules fix them; var bodies and attribute values a program repeats
+(Paddle's op_callstack is shared by an op and its grad ops) are encoded once per save. A var name is encoded where
+it is used: a table of the names' bytes cost more than the encoding (its lookups miss the cache on a large program:
+N=30000 saved 27% faster without it, N=3000 8%).
 
 Anything unusual (a value of an unexpected Python type, a number out of its field's range, a SCALAR
 attribute) is written by the message path, which also raises the errors it raises; protobuf is imported only then.
@@ -89,12 +91,12 @@ class Encoder(AttrEncoder):
     def _op_run(self, run: list[OpDesc]) -> list[bytes]:
         """A run of ops' pieces, each op's tag and length then its bytes; an op the plain encoder leaves (Unusual,
         TypeError, ...) is written by the message path. Most of an op's input (tag 1) and output (tag 2) slots name one
-        argument, written as two cached pieces: the slot's start (its tag and length, the slot's name, the argument's
-        tag and length), cached by the size of the argument's bytes, then those; any other slot (none or several
-        arguments, a new slot or name, a long name) goes to _write_slot."""
+        argument, written as two pieces: the slot's start (its tag and length, the slot's name, the argument's tag and
+        length), cached by the size of the argument's bytes, then those bytes; any other slot (none or several
+        arguments, a new slot, a long name) goes to _write_slot."""
         # an op encoded in this loop, not by a method called per op (2.7% of a save's instructions), its inputs' and
         # outputs' loops written out, not a method called twice (3.6%)
-        frames, names, type_fields, cache = self._frames, self._names, self._types, self._attrs
+        frames, type_fields, cache = self._frames, self._types, self._attrs
         input_starts, output_starts = self._input_starts, self._output_starts
         pieces = []
         for op in run:
@@ -104,9 +106,9 @@ class Encoder(AttrEncoder):
                 for slot in slots:   # the dict's keys, each looked up: no items view and its iterator made per op
                     try:
                         [name] = slots[slot]
-                        data = names[name]
+                        data = name.encode()
                         start = starts[slot][len(data)]
-                    except (ValueError, KeyError, IndexError):
+                    except (ValueError, KeyError, IndexError, AttributeError):
                         self._write_slot(parts, b"\x0a", slot, slots[slot], starts)
                         continue
                     parts.append(start or self._slot_start(b"\x0a", slot, len(data), starts[slot]))
@@ -115,9 +117,9 @@ class Encoder(AttrEncoder):
                 for slot in slots:
                     try:
                         [name] = slots[slot]
-                        data = names[name]
+                        data = name.encode()
                         start = starts[slot][len(data)]
-                    except (ValueError, KeyError, IndexError):
+                    except (ValueError, KeyError, IndexError, AttributeError):
                         self._write_slot(parts, b"\x12", slot, slots[slot], starts)
                         continue
                     parts.append(start or self._slot_start(b"\x12", slot, len(data), starts[slot]))
@@ -162,9 +164,8 @@ class Encoder(AttrEncoder):
     # ------------------------------------------------------------ var
     def _var_run(self, run: list[VarDesc]) -> list[bytes]:
         """A run of vars' pieces, joined by the caller (cheaper than three += a var; a run, not the block, since
-        join holds 80 B an item while it runs). Hot: the common var, a dense tensor, is written here, and its
-        name's bytes kept in the names' table for the ops after it."""
-        names, bodies = self._names, self._var_bodies
+        join holds 80 B an item while it runs). Hot: the common var, a dense tensor, is written here."""
+        bodies = self._var_bodies
         pieces = []
         for var in run:
             name, dtype = var.name, var.dtype
@@ -192,7 +193,6 @@ class Encoder(AttrEncoder):
             except (UnicodeError, IndexError):
                 pieces.append(self.framed_var(var))
                 continue
-            names[name] = data
             pieces.append(start)   # three appends, which the interpreter specialises: cheaper than += a tuple
             pieces.append(data)
             pieces.append(body)
@@ -213,7 +213,6 @@ class Encoder(AttrEncoder):
     def framed_var(self, var: VarDesc) -> bytes:
         """The var as the BlockDesc's field 3: tag, length, then its bytes."""
         try:
-            self._names[var.name] = as_text(var.name)
             return length_prefixed(b"\x1a", self.plain_var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
             return length_prefixed(b"\x1a", _by_message(var))
@@ -228,7 +227,7 @@ class Encoder(AttrEncoder):
     def _write_slot(self, parts: list, tag: bytes, slot: str, args: list, starts: dict) -> None:
         """A slot _op_run leaves: a one-argument slot whose start or name is not cached yet, or any other."""
         if len(args) == 1:
-            data = self._names.get(args[0]) or _cached_name(self._names, args[0])
+            data = as_text(args[0])
             size = len(data)
             if size < 128:
                 by_size = starts.get(slot) or starts.setdefault(slot, [None] * 128)
@@ -240,10 +239,9 @@ class Encoder(AttrEncoder):
 
     def _slot(self, tag: bytes, slot: str, args: list) -> bytes:
         """An OpDesc.Var (a slot and its arguments), tagged as the OpDesc's field 1 or 2."""
-        names = self._names
         body = self._params.get(slot) or _cached(self._params, b"\x0a", slot)
         for name in args:
-            data = names.get(name) or _cached_name(names, name)
+            data = as_text(name)
             body += b"\x12" + varint(len(data)) + data
         return tag + varint(len(body)) + body
 
@@ -274,11 +272,6 @@ def _dense_body_or_empty(var: VarDesc) -> bytes:
 def _cached_frame(cache: dict, tag: bytes, size: int) -> bytes:
     frame = cache[size] = tag + varint(size)
     return frame
-
-
-def _cached_name(names: dict, name) -> bytes:
-    encoded = names[name] = as_text(name)
-    return encoded
 
 
 def _cached(cache: dict, tag: bytes, text) -> bytes:

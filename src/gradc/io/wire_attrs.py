@@ -1,5 +1,5 @@
 """An OpDesc.Attr's field as gradc.io.wire writes it, with the caches of one save: attribute values a program
-repeats are encoded once, and a text list's elements are taken from the save's table of var names."""
+repeats are encoded once."""
 
 from __future__ import annotations
 
@@ -25,10 +25,9 @@ _TEXT_STARTS = {kind: [tag + SMALL[size] for size in range(128)] for kind, tag i
 
 
 class AttrEncoder:
-    """The attribute half of one save's encoder (gradc.io.wire.Encoder): its caches and the names' table."""
+    """The attribute half of one save's encoder (gradc.io.wire.Encoder): its caches."""
 
     def __init__(self):
-        self._names: dict[str, bytes] = {}    # var names: their UTF-8 bytes (no copy made to put the length first)
         self._attrs: dict[tuple, bytes] = {}
         self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
         self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
@@ -64,18 +63,18 @@ class AttrEncoder:
         return encoded
 
     def _text_list(self, name: str, kind: int, value: list) -> bytes:
-        """A STRINGS or VARS attribute: its elements, the program's var names mostly, are taken from the names'
-        table (each its bytes) and joined, each after the field's tag and its length."""
+        """A STRINGS or VARS attribute: its elements, the program's var names mostly, each encoded after the field's
+        tag and its length."""
         head = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
-        starts, names = _TEXT_STARTS[kind], self._names
+        starts = _TEXT_STARTS[kind]
         pieces = [head]
         try:
             for element in value:   # a loop of appends: cheaper than a join of map's unpacked results
-                data = names[element]
+                data = element.encode()
                 pieces.append(starts[len(data)])
                 pieces.append(data)
             body = b"".join(pieces)
-        except (KeyError, TypeError, IndexError):   # a name no var has, not a str, or long: encoded here
+        except (AttributeError, UnicodeError, IndexError):   # not a str, or long: encoded here
             body = head + text_fields(TEXT_LIST_TAGS[kind], value)
         size = len(body)
         return (_ATTR_STARTS[size] if size < 128 else b"\x22" + varint(size)) + body
