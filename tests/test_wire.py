@@ -99,16 +99,22 @@ def test_repeated_attributes_scalars_raw_types_and_program_fields():
     {"persistable": 1}, {"stop_gradient": 0}, {"lod_level": True}, {"shape": [3.0]}, {"shape": [True]},
     {"dtype": float(VarType.FP32)},
 ])
-def test_a_cached_var_body_is_reused_only_for_values_of_the_same_types(second):
-    """A save encodes each distinct var body once: a second var whose values equal the first's but are of other
-    Python types (1 for True, 3.0 for 3) is encoded as the message path encodes it, or rejected as it is."""
+@pytest.mark.parametrize("odd_first", [False, True])
+def test_a_cached_var_body_is_reused_only_for_values_of_the_same_types(second, odd_first):
+    """A save encodes each distinct var body once: a var whose values equal another's but are of other Python types
+    (1 for True, 3.0 for 3), met after it or before it, is encoded as the message path encodes it, or rejected as
+    it is."""
     program = gradc.Program()
     block = program.global_block
-    block.create_var("first", [3], lod_level=1, persistable=True, stop_gradient=False)
     flags = {"shape": [3], "lod_level": 1, "persistable": True, "stop_gradient": False, **second}
-    var = block.create_var("second", flags.pop("shape"), flags.pop("dtype", VarType.FP32), lod_level=1)
-    for name, value in flags.items():
-        setattr(var, name, value)
+    for name in ("second", "first") if odd_first else ("first", "second"):
+        if name == "first":
+            block.create_var("first", [3], lod_level=1, persistable=True, stop_gradient=False)
+            continue
+        odd = dict(flags)
+        var = block.create_var("second", odd.pop("shape"), odd.pop("dtype", VarType.FP32), lod_level=1)
+        for field, value in odd.items():
+            setattr(var, field, value)
     assert_encoded_as_the_message_path_does(program)
 
 

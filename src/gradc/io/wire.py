@@ -172,8 +172,9 @@ class Encoder(AttrEncoder):
             if var.raw_type is not None or var.type != _DENSE_TENSOR or var.attrs or type(name) is not str:
                 pieces.append(self.framed_var(var))
                 continue
-            # a dense var's body is keyed by its fields' values and exact types (1 is not True nor 3.0 3); type() per
-            # field, not map(type, ...): the interpreter specialises the call
+            # a dense var's body is keyed by its fields' values; its entry holds the objects it was made from, which
+            # a var's fields must be (True, False, None, a dtype and a lod level of the same type and value), not
+            # equal (1 is not True): a cheaper test of exact types than type() in the key
             lod, persistable, feed = var.lod_level, var.persistable, var.need_check_feed
             parameter, stop, shape = var.is_parameter, var.stop_gradient, var.shape or ()
             for dim in shape:   # ints only (as_int's rule), so that the key holds the dims' values alone
@@ -181,12 +182,17 @@ class Encoder(AttrEncoder):
                     starts = ()
                     break
             else:
-                key = (dtype, lod, persistable, feed, parameter, stop, type(dtype), type(lod), type(persistable),
-                       type(feed), type(parameter), type(stop), tuple(shape))
+                key = (dtype, lod, persistable, feed, parameter, stop, tuple(shape))
                 try:   # a subscript, cheaper than .get() on a hit
-                    starts, body = bodies[key]
+                    starts, body, made_dtype, made_lod, made_persistable, made_feed, made_parameter, made_stop = \
+                        bodies[key]
                 except KeyError:
-                    starts, body = bodies[key] = self._dense_entry(var)
+                    starts, body = self._dense_entry(var)
+                    bodies[key] = (starts, body, dtype, lod, persistable, feed, parameter, stop)
+                else:
+                    if not (made_dtype is dtype and made_lod is lod and made_persistable is persistable
+                            and made_feed is feed and made_parameter is parameter and made_stop is stop):
+                        starts = ()   # equal values of other types, or a dtype or lod level not the same object
             try:   # no starts where the body's writer refused the var, none at its name's size where it is long
                 data = name.encode()
                 start = starts[len(data)]
