@@ -98,9 +98,10 @@ def pipeline(path: str) -> dict:
     eager, loaded = clock(lambda: parse_program(data, "pb", path, **EAGER))
     structure, _ = clock(lambda: check_structure(loaded, path))
     compiled = pb.ProgramDesc.FromString(saved)
-    serialise, _ = clock(lambda: compiled.SerializeToString(deterministic=True))
+    serialise, serialise_cpu, _ = cpu_clock(lambda: compiled.SerializeToString(deterministic=True))
     return {"load": load, "compile": compile_, "save": save, "total": load + compile_ + save, "parse": parse,
             "eager_load": eager, "cpu": load_cpu + compile_cpu + save_cpu, "serialize": serialise,
+            "save_cpu": save_cpu, "serialize_cpu": serialise_cpu,
             "validation": required + structure,
             "forward_ops": len(message.blocks[0].ops)}
 
