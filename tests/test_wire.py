@@ -106,15 +106,18 @@ def test_a_cached_var_body_is_reused_only_for_values_of_the_same_types(second, o
     it is."""
     program = gradc.Program()
     block = program.global_block
-    flags = {"shape": [3], "lod_level": 1, "persistable": True, "stop_gradient": False, **second}
-    for name in ("second", "first") if odd_first else ("first", "second"):
-        if name == "first":
-            block.create_var("first", [3], lod_level=1, persistable=True, stop_gradient=False)
-            continue
-        odd = dict(flags)
-        var = block.create_var("second", odd.pop("shape"), odd.pop("dtype", VarType.FP32), lod_level=1)
-        for field, value in odd.items():
+
+    def plain():
+        block.create_var("first", [3], lod_level=1, persistable=True, stop_gradient=False)
+
+    def odd():
+        flags = {"shape": [3], "lod_level": 1, "persistable": True, "stop_gradient": False, **second}
+        var = block.create_var("second", flags.pop("shape"), flags.pop("dtype", VarType.FP32), lod_level=1)
+        for field, value in flags.items():
             setattr(var, field, value)
+
+    for make in (odd, plain) if odd_first else (plain, odd):
+        make()
     assert_encoded_as_the_message_path_does(program)
 
 

@@ -231,7 +231,7 @@ class Encoder(AttrEncoder):
 
     # ------------------------------------------------------------ op
     def _write_slot(self, parts: list, tag: bytes, slot: str, args: list, starts: dict) -> None:
-        """A slot _op_run leaves: a one-argument slot whose start or name is not cached yet, or any other."""
+        """A slot _op_run leaves: a one-argument slot whose start is not cached yet, or any other."""
         if len(args) == 1:
             data = as_text(args[0])
             size = len(data)
