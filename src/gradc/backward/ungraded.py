@@ -54,9 +54,13 @@ def mask_parameters(block: Block, graded: Iterable[str]) -> dict[str, str]:
     """mask -> weight: each graded parameter that the forward reads only as the Y of an elementwise multiply whose X
     is another parameter of the same shape (weight * mask, as paddle.incubate.asp and hand-written pruning write)."""
     graded = set(graded)
+    # a mask is the Y of some multiply: a program with none (most) is not walked for its forward ops' readers
+    multiplied_in = {op.inputs["Y"][0] for op in block.ops if op.type == "elementwise_mul" and len(op.input("Y")) == 1}
+    if graded.isdisjoint(multiplied_in):
+        return {}
     readers = _readers([op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD])
     masks = {}
-    for name in sorted(graded):
+    for name in sorted(graded & multiplied_in):
         ops, var = readers.get(name, []), block.find_var(name)
         multiplied = [op for op in ops if op.type == "elementwise_mul" and op.input("Y") == [name]]
         weights = {op.input("X")[0] for op in multiplied}
@@ -73,6 +77,8 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     """The parameters of ``block`` that got no gradient of ``losses``, as 'names: reason' lines: those frozen on
     purpose (the no-grad set, trainable=False), and those cut off from the loss (a detach on the way, no path)."""
     graded, no_grad = set(graded), set(no_grad_set)
+    if all(name in graded for name, var in block.vars.items() if var.is_parameter):
+        return [], []   # every parameter graded (most compiles): no walk of the program for reasons
     forward = [op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD]
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
     graded |= {name for op in forward for name in op.output_names()}
