@@ -18,15 +18,14 @@ def flat_buffers(block: Block) -> dict[str, list[str]]:
     """buffer -> the cell tensors it holds, in its order (the rnn op's WeightList: every weight, then every bias, as
     coalesce_tensor lays them out): for each rnn op whose layer's `<layer>.w_0` is a parameter no op reads, of their
     total size. A PIR program names the DropoutState without its layer: the one such buffer of that size."""
-    if all(op.type != "rnn" for op in block.ops):   # no buffer without an rnn op: most programs, one sweep of types
+    rnns = [op for op in block.ops if op.type == "rnn" and op.output("DropoutState")]
+    if not rnns:   # most programs: no walk of every name read
         return {}
     read = {name for op in block.ops for name in op.input_names()}
     unread = {var.name: numel(var.shape) for var in block.vars.values()
               if var.is_parameter and var.name.endswith(".w_0") and var.name not in read and var.shape is not None}
     buffers = {}
-    for op in block.ops:
-        if op.type != "rnn" or not op.output("DropoutState"):
-            continue
+    for op in rnns:
         cells, state = op.input("WeightList"), op.output("DropoutState")[0]
         sizes = [numel(block.var(cell).shape) for cell in cells]
         if -1 in sizes:

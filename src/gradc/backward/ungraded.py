@@ -55,7 +55,7 @@ def mask_parameters(block: Block, graded: Iterable[str]) -> dict[str, str]:
     is another parameter of the same shape (weight * mask, as paddle.incubate.asp and hand-written pruning write)."""
     graded = set(graded)
     # a mask is the Y of some multiply: a program with none (most) is not walked for its forward ops' readers
-    multiplied_in = {op.inputs["Y"][0] for op in block.ops if op.type == "elementwise_mul" and len(op.input("Y")) == 1}
+    multiplied_in = {op.input("Y")[0] for op in block.ops if op.type == "elementwise_mul" and len(op.input("Y")) == 1}
     if graded.isdisjoint(multiplied_in):
         return {}
     readers = _readers([op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD])
@@ -77,8 +77,9 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     """The parameters of ``block`` that got no gradient of ``losses``, as 'names: reason' lines: those frozen on
     purpose (the no-grad set, trainable=False), and those cut off from the loss (a detach on the way, no path)."""
     graded, no_grad = set(graded), set(no_grad_set)
-    if all(name in graded for name, var in block.vars.items() if var.is_parameter):
-        return [], []   # every parameter graded (most compiles): no walk of the program for reasons
+    ungraded = sorted(name for name, var in block.vars.items() if var.is_parameter and name not in graded)
+    if not ungraded:   # most compiles: no walk of the program for reasons
+        return [], []
     forward = [op for op, kind in zip(block.ops, op_kinds(block)) if kind == FORWARD]
     # state the forward updates (batch norm's running statistics, which Paddle makes untrainable parameters)
     graded |= {name for op in forward for name in op.output_names()}
@@ -86,8 +87,9 @@ def ungraded_parameters(block: Block, graded: Iterable[str], losses: list[str],
     recorded = cache(lambda: set(recorded_frozen(block)))   # its sweep only for a parameter it may explain
     frozen: dict[str, list[str]] = {}
     cut_off: dict[str, list[str]] = {}
-    for name, var in sorted(block.vars.items()):
-        if not var.is_parameter or name in graded:
+    for name in ungraded:
+        var = block.vars[name]
+        if name in graded:
             continue
         if name in no_grad:
             frozen.setdefault("in the no-grad set (--no-grad)", []).append(name)
