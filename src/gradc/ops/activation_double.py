@@ -14,7 +14,7 @@ from math import pi, sqrt
 from ..ir import EMPTY_VAR, real_dtype
 from ..registry import OPS, defgrad
 from . import activation, math, nn  # noqa: F401  (register the grad ops given makers here)
-from .complex_fft_double import abs_grad_of_complex, is_complex
+from .complex_inputs import is_complex
 from .composite import Formula, expansion, first
 
 SQRT_2PI = sqrt(2 * pi)
@@ -75,7 +75,11 @@ OPS["abs_grad"].no_grad_inputs -= {"X"}   # flat for a real X only: the real mak
 
 def _abs_grad_grad(g):
     """|x| of a complex x is not piecewise linear: its own maker (gradc.ops.complex_fft_double)."""
-    return (abs_grad_of_complex if is_complex(g, first(g.I("X"))) else _real_abs_grad_grad)(g)
+    if not is_complex(g, first(g.I("X"))):
+        return _real_abs_grad_grad(g)
+    # imported here: it registers the fft ops' grads, which reading relu_grad (this module) should not import
+    from .complex_fft_double import abs_grad_of_complex
+    return abs_grad_of_complex(g)
 
 
 defgrad("abs_grad", grad=_abs_grad_grad)

@@ -13,9 +13,10 @@ all from real ops, so the third derivatives follow, and 0 at z = 0 as the first 
 
 from __future__ import annotations
 
-from ..ir import COMPLEX_DTYPES, EMPTY_VAR, real_dtype
+from ..ir import EMPTY_VAR, real_dtype
 from ..registry import defgrad
 from . import complex_fft  # noqa: F401  (registers the grad ops given makers here)
+from .complex_inputs import is_complex
 from .composite import Formula, first, linear
 
 for _name in ("real", "imag", "fft_c2c", "fft_c2r"):
@@ -34,11 +35,6 @@ def _complex_grad_grad(g):
 
 
 defgrad("complex_grad", grad=_complex_grad_grad, no_grad_inputs=["X", "Y"])
-
-
-def is_complex(g, name: str) -> bool:
-    var = g.block.find_var(name) if g.block is not None else None
-    return var is not None and var.dtype in COMPLEX_DTYPES
 
 
 class _Parts:

@@ -59,3 +59,9 @@ def declares_complex(block: Block) -> bool:
             return True
         scope = scope.parent
     return False
+
+
+def is_complex(g, name: str) -> bool:
+    """Whether ``name`` is a complex var of the block a grad maker's context ``g`` works in."""
+    var = g.block.find_var(name) if g.block is not None else None
+    return var is not None and var.dtype in COMPLEX_DTYPES

@@ -72,3 +72,10 @@ def one_more_direction(g: GradContext, op: str, thetas: tuple[str, ...], douts: 
     for emitted in ops:   # a grad with one part is written by its op directly
         emitted.outputs = {slot: [alone.get(name, name) for name in names] for slot, names in emitted.outputs.items()}
     return ops + [g.op("sum", {"X": summed}, {"Out": [target]}) for target, summed in parts.items() if len(summed) > 1]
+
+
+def along_one_more_direction(g: GradContext) -> list:
+    """The maker of cumprod_grad / reduce_prod_grad over dims of unknown size and of their <grad>_grad: that op
+    with one more direction (gradc.ops.directional_double)."""
+    forward = g.fwd.type.removesuffix("_grad_grad").removesuffix("_grad")
+    return one_more_direction(g, f"{forward}_grad_grad", ("X",), ("Out@GRAD",))

@@ -13,9 +13,9 @@ from math import prod
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
-from .complex_fft_double import is_complex
+from .complex_inputs import is_complex
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
-from .product_directions import along_one_more_direction
+from .directional_double import along_one_more_direction
 from .reduced_dims import reduced_dims_back
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):

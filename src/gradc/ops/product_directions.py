@@ -19,14 +19,7 @@ from __future__ import annotations
 from .. import registry
 from ..registry import defgrad, grads_like_inputs
 from . import cumprod, reduce, select  # noqa: F401  (registers the forward ops whose attributes these take)
-from .directional_double import one_more_direction
-
-
-def along_one_more_direction(g) -> list:
-    """The maker of cumprod_grad / reduce_prod_grad over dims of unknown size and of their <grad>_grad: that op
-    with one more direction (gradc.ops.directional_double)."""
-    forward = g.fwd.type.removesuffix("_grad_grad").removesuffix("_grad")
-    return one_more_direction(g, f"{forward}_grad_grad", ("X",), ("Out@GRAD",))
+from .directional_double import along_one_more_direction, one_more_direction
 
 
 def put_along_one_more_direction(g) -> list:
