@@ -313,6 +313,22 @@ def test_the_commands_that_read_programs_import_none_of_the_compiler(tmp_path):
     assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
 
 
+def test_a_compile_imports_only_the_passes_it_runs(tmp_path):
+    """A compile without --amp, --optimizer, --recompute or --accumulate imports the verify and backward passes only
+    (the mixed-precision pass and the rest are imported when named); --pass still finds every built-in pass."""
+    script = ("import sys\nfrom gradc.cli import cli\n"
+              "cli.main(sys.argv[1:], standalone_mode=False)\n"
+              "print(sorted(m.split('.')[2] for m in sys.modules if m.startswith('gradc.passes.')))\n")
+    ran = subprocess.run([sys.executable, "-c", script, "compile", MLP / "forward.pb", "-o", tmp_path / "train.pb"],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "['backward', 'base', 'verify']", ran.stdout
+    ran = subprocess.run([sys.executable, "-c", script, "compile", MLP / "forward.pb", "-o", tmp_path / "fp64.pb",
+                          "--pass", "float64"], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert "precision" in ran.stdout.strip().splitlines()[-1], ran.stdout
+
+
 def test_export_is_the_function_however_its_module_is_imported():
     """``gradc.export`` and ``gradc.training.export`` are the function, imported first or not (its module is
     gradc.training.inference: a module of the function's name would put itself in the function's place)."""

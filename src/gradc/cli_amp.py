@@ -4,10 +4,14 @@ as keyword arguments; ``amp_options`` pops them and gives the AmpOptions, or Non
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .errors import GradcError
-from .passes.amp import AmpOptions
+
+if TYPE_CHECKING:   # the pass and the optimizers it brings are imported only with --amp
+    from .passes.amp import AmpOptions
 
 SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
            "use_dynamic_loss_scaling", "master_grad")
@@ -62,6 +66,7 @@ def amp_options(settings: dict) -> AmpOptions | None:
             flag = "--amp-dtype" if dtype != "float16" else _flag(next(iter(given)))
             raise click.UsageError(f"{flag}: only with --amp")
         return None
+    from .passes.amp import AmpOptions
     try:
         return AmpOptions(level.upper(), dtype, **given)
     except GradcError as error:   # name the flags: "amp: incr_ratio must be ..." -> "--incr-ratio must be ..."

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import click
 
+from . import passes as named_passes  # the passes imported when named: a compile without these options needs neither
 from .errors import GradcError
-from .passes.accumulate import EagerAccumulationPass
 from .passes.base import Pass
-from .passes.recompute import RecomputePass
 
 OPTIONS = [
     click.option("--recompute", metavar="auto|VAR,...",
@@ -35,12 +34,12 @@ def memory_options(command):
 def memory_passes(recompute: str | None, recompute_budget: float | None, accumulate: str) -> list[Pass]:
     if recompute_budget is not None and recompute != "auto":
         raise GradcError("--recompute-budget: only with --recompute auto")
-    passes: list[Pass] = [EagerAccumulationPass()] if accumulate == "eager" else []
+    passes: list[Pass] = [named_passes.EagerAccumulationPass()] if accumulate == "eager" else []
     if recompute == "auto":
-        passes.append(RecomputePass("auto", 1.0 if recompute_budget is None else recompute_budget))
+        passes.append(named_passes.RecomputePass("auto", 1.0 if recompute_budget is None else recompute_budget))
     elif recompute is not None:
         names = [name.strip() for name in recompute.split(",")]
         if not all(names):
             raise GradcError(f"--recompute takes 'auto' or var names separated by commas, not {recompute!r}")
-        passes.append(RecomputePass(names))
+        passes.append(named_passes.RecomputePass(names))
     return passes

@@ -8,6 +8,7 @@ from functools import partial
 
 import click
 
+from .. import passes as named_passes  # AmpPass, OptimizerPass: imported when named
 from .. import schedule_record
 from ..backward.names import GradNames
 from ..backward.smoothed_count import warn_smoothed_count
@@ -24,7 +25,7 @@ from ..optimizers.param_options import param_attrs
 from ..optimizers.schedule_ops import KINDS as PROGRAM_SCHEDULES
 from ..optimizers.schedule_ops import ProgramRate, unread_rates
 from ..pairing import initialiser_program
-from ..passes import AmpPass, BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from ..passes import BackwardPass, Pipeline, VerifyPass, make_pass
 from ..schedules import Schedule
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..training.finetune_ctc import ctc_inputs
@@ -150,8 +151,9 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
         attrs = param_attrs(parameters, **per_param)
-        updating = [OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] if optimizer is not None else []
-        amp_pass = AmpPass(amp, backward, optimizer, attrs, memory) if amp is not None else None
+        updating = [named_passes.OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] \
+            if optimizer is not None else []
+        amp_pass = named_passes.AmpPass(amp, backward, optimizer, attrs, memory) if amp is not None else None
         # --amp: one pass runs the backward of the scaled loss, the memory passes, the unscaling and the updates
         passes = [VerifyPass(), amp_pass] if amp_pass is not None else [VerifyPass(), backward, *memory, *updating]
         results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
