@@ -19,7 +19,7 @@ __all__ = ["PASSES", "Pass", "PassConditionError", "Pipeline", "make_pass", "reg
 
 def _registered() -> dict:
     """Every pass by name, the built-in ones imported first (each registers itself)."""
-    for module in set(_BUILT_IN.values()):
+    for module in dict.fromkeys(_BUILT_IN.values()):   # in a fixed order: PASSES lists them as registered
         import_module(f"{__name__}.{module}")
     return base.PASSES
 
