@@ -4,14 +4,10 @@ as keyword arguments; ``amp_options`` pops them and gives the AmpOptions, or Non
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
+from . import passes as named_passes  # AmpOptions imported when named: its pass brings the optimizers, --amp only
 from .errors import GradcError
-
-if TYPE_CHECKING:   # the pass and the optimizers it brings are imported only with --amp
-    from .passes.amp import AmpOptions
 
 SCALING = ("init_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio",
            "use_dynamic_loss_scaling", "master_grad")
@@ -56,7 +52,7 @@ def amp_option_decorators(command):
     return command
 
 
-def amp_options(settings: dict) -> AmpOptions | None:
+def amp_options(settings: dict) -> named_passes.AmpOptions | None:
     """Pop the options from the command's keyword arguments; the pass's options (None without --amp)."""
     level, dtype = settings.pop("amp_level"), settings.pop("amp_dtype")
     given = {name: value for name in SCALING if (value := settings.pop(name)) is not None}
@@ -66,9 +62,8 @@ def amp_options(settings: dict) -> AmpOptions | None:
             flag = "--amp-dtype" if dtype != "float16" else _flag(next(iter(given)))
             raise click.UsageError(f"{flag}: only with --amp")
         return None
-    from .passes.amp import AmpOptions
     try:
-        return AmpOptions(level.upper(), dtype, **given)
+        return named_passes.AmpOptions(level.upper(), dtype, **given)
     except GradcError as error:   # name the flags: "amp: incr_ratio must be ..." -> "--incr-ratio must be ..."
         message = str(error).removeprefix("amp: ")
         for name in (*SCALING, *LISTS):

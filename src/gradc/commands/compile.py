@@ -151,8 +151,8 @@ def compile(program, output, losses, add_loss_kind, label, class_axis, ignore_in
         backward = BackwardPass(list(losses), list(params) or None, no_grad)
         parameters = [var.name for var in prog.global_block.vars.values() if var.is_parameter]
         attrs = param_attrs(parameters, **per_param)
-        updating = [named_passes.OptimizerPass(optimizer, param_attrs=attrs, backward=backward)] \
-            if optimizer is not None else []
+        updating = ([named_passes.OptimizerPass(optimizer, param_attrs=attrs, backward=backward)]
+                    if optimizer is not None else [])
         amp_pass = named_passes.AmpPass(amp, backward, optimizer, attrs, memory) if amp is not None else None
         # --amp: one pass runs the backward of the scaled loss, the memory passes, the unscaling and the updates
         passes = [VerifyPass(), amp_pass] if amp_pass is not None else [VerifyPass(), backward, *memory, *updating]

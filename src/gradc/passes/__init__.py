@@ -6,6 +6,7 @@ without them does not need."""
 
 from importlib import import_module
 
+from ..errors import GradcError
 from . import base
 from .base import Pass, PassConditionError, Pipeline, register_pass
 
@@ -26,8 +27,10 @@ def _registered() -> dict:
 
 def make_pass(name: str, **options) -> Pass:
     """A pass by its name (``gradc compile --pass NAME``), built-in or registered."""
-    _registered()
-    return base.make_pass(name, **options)
+    factory = _registered().get(name)
+    if factory is None:
+        raise GradcError(f"unknown pass '{name}' (known: {', '.join(sorted(base.PASSES))})")
+    return factory(**options)
 
 
 def __getattr__(name: str):

@@ -86,11 +86,3 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
         raise ValueError(f"{cls.__name__} needs a non-empty `name`")
     PASSES[cls.name] = cls
     return cls
-
-
-def make_pass(name: str, **options) -> Pass:
-    try:
-        factory = PASSES[name]
-    except KeyError:
-        raise GradcError(f"unknown pass '{name}' (known: {', '.join(sorted(PASSES))})") from None
-    return factory(**options)
