@@ -19,6 +19,9 @@ start: the startup's values, a week's loaded weights set over them), paddle.npz 
 by name; trained.<name>: the parameters after the steps); meta.json: each case's parameters, fetches and PIR ops.
 
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_pir_weeks.py tests/data/paddle/pir_weeks
+
+With ``--float64`` after the folder, only the week 21 cases' paddle64.npz (the same steps in float64 from the same
+start: the reference that float32 results, Paddle's and gradc's, are judged against).
 """
 
 import json
@@ -91,15 +94,15 @@ def save_case(out: Path, built: tuple, steps: list[dict], initial: dict | None =
     return {"params": names, "fetch": list(fetch), "train_ops": op_names(main), "forward_ops": op_names(forward)}
 
 
-def outer_loss(case: dict):
+def outer_loss(case: dict, dtype: str = "float32"):
     """Week 21's outer loss (its net and MSE), built in PIR: `paddle.static.gradients` of the support loss, the fast
     weights w - rate * g, the query loss at them (plus Meta-SGD's gradient-norm penalty)."""
     shapes = [[1, week21.WIDTH], [week21.WIDTH], [week21.WIDTH, week21.WIDTH], [week21.WIDTH], [week21.WIDTH, 1], [1]]
-    weights = [paddle.static.create_parameter(shape, "float32", name=f"w{i}") for i, shape in enumerate(shapes)]
-    rates = [paddle.static.create_parameter(shape, "float32", name=f"lr{i}",
+    weights = [paddle.static.create_parameter(shape, dtype, name=f"w{i}") for i, shape in enumerate(shapes)]
+    rates = [paddle.static.create_parameter(shape, dtype, name=f"lr{i}",
                                             default_initializer=paddle.nn.initializer.Constant(week21.ALPHA))
              for i, shape in enumerate(shapes)] if case["learned_rate"] else [week21.ALPHA] * len(shapes)
-    data = {name: paddle.static.data(name, [week21.SHOTS, 1], "float32")
+    data = {name: paddle.static.data(name, [week21.SHOTS, 1], dtype)
             for name in ("x_support", "y_support", "x_query", "y_query")}
     act = getattr(paddle.nn.functional, case["activation"])
     fast, penalty = weights, None
@@ -140,6 +143,27 @@ class DygraphMaml(paddle.nn.Layer):
         weights = [getattr(self, f"w{index}") for index in range(6)]
         grads = paddle.grad(week21.mse(net(weights, x_support, F.relu), y_support), weights, create_graph=True)
         return week21.mse(net([w - week21.ALPHA * g for w, g in zip(weights, grads)], x_query, F.relu), y_query)
+
+
+def maml_float64(out: Path, name: str) -> None:
+    """The same case in float64 from the same start (params.npz) on the same tasks: paddle64.npz, its losses and
+    trained.<name>, against which float32 results are judged (the second derivatives' float32 rounding after 8 steps
+    differs by machine: OpenBLAS picks its kernels by CPU)."""
+    tasks = dict(np.load(WEEKS / "user_week21" / "tasks.npz"))
+    main, startup, outputs, _ = programs(lambda: {"loss": outer_loss(week21.CASES[name], "float64")},
+                                         lambda: paddle.optimizer.Adam(1e-3), 21)
+    start = dict(np.load(out / name / "params.npz"))
+    executor, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        for param, value in start.items():
+            scope.var(param).get_tensor().set(value.astype(np.float64), paddle.CPUPlace())
+        losses = [executor.run(main, feed={k: v[step].astype(np.float64) for k, v in tasks.items()},
+                               fetch_list=[outputs["loss"]])[0] for step in range(week21.STEPS)]
+        trained = {param: np.array(scope.find_var(param).get_tensor()) for param in start}
+    np.savez_compressed(out / name / "paddle64.npz", loss=np.array([float(loss) for loss in losses]),
+                        **{f"trained.{k}": v for k, v in trained.items()})
+    print(name, "float64", [float(loss) for loss in losses])
 
 
 def jit_maml(out: Path) -> dict:
@@ -281,6 +305,10 @@ if __name__ == "__main__":
     paddle.enable_static()
     target = Path(sys.argv[1])
     target.mkdir(parents=True, exist_ok=True)
+    if sys.argv[2:] == ["--float64"]:   # the week 21 cases' float64 references alone, the rest left as committed
+        for name in ("maml", "fomaml", "metasgd"):
+            maml_float64(target, name)
+        sys.exit()
     meta = {name: maml(target, name) for name in ("maml", "fomaml", "metasgd")}
     meta |= {"jit_maml": jit_maml(target), "classify": classification(target), "distill": distillation(target),
              "pruned": pruned(target), "tabular": tabular(target), "sr": super_resolution(target)}
