@@ -98,7 +98,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                   for op in ops]
     writes = [*chain.from_iterable(outputs_of)]
     written = set(writes)
-    carrying = _Carrying(differentiable, leaves, written)
+    carrying = _Carrying(differentiable, leaves, written, writes)
     carried_inputs = []   # per op: its differentiable inputs that carry when it runs
     stops = False
     # per op, plain loops: no comprehension (a frame of its own in Python 3.11), no filter objects for an op's few names
@@ -186,15 +186,17 @@ class _Carrying(dict):
     when first read or written, as is a var of an enclosing block, so that a write alone leaves it carrying nothing
     (a partial write, a control-flow op), and a read before an op writes it (``read_first``) shows."""
 
-    def __init__(self, differentiable: _DifferentiableVars, leaves: set[str] | None, written: set[str]):
+    def __init__(self, differentiable: _DifferentiableVars, leaves: set[str] | None, written: set[str],
+                 writes: list[str]):
         self.read_first = False   # whether a name some op writes was read before its first write (or by that op)
         if leaves is not None:
             super().__init__(dict.fromkeys(leaves, True))
             self.first_read, self.written = None, frozenset()
             return
         super().__init__(differentiable)
-        for name in written:
-            self.pop(name, None)
+        pop = self.pop
+        for name in writes:   # in program order, near the order of the copy's entries; a set's order is its hashes'
+            pop(name, None)
         self.first_read, self.written = differentiable, written
 
     def __missing__(self, name: str) -> bool:
