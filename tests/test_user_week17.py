@@ -141,15 +141,18 @@ def test_check_nan_lets_a_causal_masks_minus_inf_through_and_still_catches_a_fed
 def test_precision_takes_the_masks_minus_inf_for_exact(files):
     """Before, gradc precision of the LoRA program put the -inf mask's fill_any_like (op 174) first, its error and
     growth inf (-inf - -inf in float32 against float64), and every op reading the mask after it had an infinite
-    input error, growth 0. Now equal infinities are no error: the top row is the loss's softmax (1.4e-6, growth 2.2),
-    every error is finite and the largest value is taken over finite values."""
+    input error, growth 0. Now equal infinities are no error: every error and growth is finite, the largest value is
+    taken over finite values, and the loss's softmax is there with its rounding (1.4e-6, growth 2.2, the top row on an
+    AVX-512 machine; 3.9e-7 where numpy and OpenBLAS run their AVX2 kernels, whose top row is an elementwise_mul at
+    growth 1.8: the ranking is rounding's)."""
     batch, params = _batch_and_params(files)
     run = gradc_cli("precision", files / "lora.pb", "--feed", batch, "--params", params,
                     "--top", 500, "--json")
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
     assert all(np.isfinite(row["error"]) and np.isfinite(row["inputs"]) for row in rows)
-    assert rows[0]["type"] == "softmax_with_cross_entropy" and rows[0]["error"] < 3e-6
+    assert np.isfinite(rows[0]["growth"])
+    assert next(row for row in rows if row["type"] == "softmax_with_cross_entropy")["error"] < 3e-6
     assert next(row for row in rows if row["op"] == 174)["error"] == 0
 
 

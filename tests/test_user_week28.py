@@ -34,9 +34,10 @@ def _lines(stdout: str, event: str) -> list[dict]:
 
 def test_training_gives_paddles_losses_and_weights(files):
     """crf.pb compiled with Adam(0.05) and trained 3 epochs of 6 batches of 4 from Paddle's startup gives Paddle's 18
-    losses (7.20 ... 0.113) to 1e-6 over the first epoch and 2e-5 after (float32 rounding, grown where the loss is
-    small), and Paddle's trained weights, the CRF's transitions and (since week 33) the LSTM's flat buffer among
-    them, to 5e-6 (no fault)."""
+    losses (7.20 ... 0.113) to 1e-6 over the first epoch and 6e-5 after (float32 rounding, grown where the loss is
+    small: 2e-5 on an AVX-512 machine, 3.1e-5 where numpy and OpenBLAS run their AVX2 kernels), and Paddle's
+    trained weights, the CRF's transitions and (since week 33) the LSTM's flat buffer among them, to 5e-6 (no
+    fault)."""
     compiled = gradc_cli("compile", files / "crf.pb", "-o", files / "crf_train.pb", "--optimizer", "adam",
                          "--lr", 0.05)
     assert compiled.returncode == 0, compiled.stderr
@@ -46,7 +47,7 @@ def test_training_gives_paddles_losses_and_weights(files):
     assert run.returncode == 0, run.stderr
     losses = [step["values"][LOSS] for step in _lines(run.stdout, "step")]
     np.testing.assert_allclose(losses[:6], META["losses"][:6], rtol=1e-6)
-    np.testing.assert_allclose(losses, META["losses"], rtol=2e-5)
+    np.testing.assert_allclose(losses, META["losses"], rtol=6e-5)
     paddle, params = np.load(files / "trained.npz"), np.load(files / "gradc_trained.npz")
     trained = [name for name in paddle.files if name in params.files]
     assert "crf.transitions" in trained and len(trained) == 13   # the LSTM's flat buffer lstm_0.w_0 among them

@@ -17,6 +17,9 @@ from fixtures import DATA, unpacked
 WEEK = DATA / "user_week29"
 META = json.loads((WEEK / "meta.json").read_text())
 LOSS, EPS, ALPHA = META["loss"], META["eps"], META["alpha"]
+# the input gradients (up to 0.069) as Paddle's: within 1e-8 on an AVX-512 machine, 1.1e-8 where numpy and OpenBLAS
+# run their AVX2 kernels (float32 sums in another order)
+GRAD_ATOL = 3e-8
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +89,8 @@ def test_compile_wrt_of_a_var_without_a_gradient_is_one_error_line_and_writes_no
 def test_the_train_mode_attack_moves_batch_norms_running_statistics_as_paddles_does(files):
     """The classic pitfall, in gradc as in Paddle: the attack run on the training-mode program (compile --wrt x alone,
     gradc.gradients of the loaded forward) normalises by the batch's statistics (its input gradient Paddle's
-    train-mode one to 1e-8, up to 0.069, 3.4 times the eval-mode one) and moves the running mean and variance in the
-    scope, to Paddle's values exactly; the test-mode program (compile --test-mode, gradc.set_test_mode) moves
+    train-mode one to 3e-8, up to 0.069, 3.4 times the eval-mode one) and moves the running mean and variance in the
+    scope, to Paddle's values (1e-6); the test-mode program (compile --test-mode, gradc.set_test_mode) moves
     nothing."""
     paddle, feed = np.load(files / "attack.npz"), dict(np.load(files / "feed.npz"))
     moved, clean = np.load(files / "moved.npz"), np.load(files / "clean.npz")
@@ -100,23 +103,26 @@ def test_the_train_mode_attack_moves_batch_norms_running_statistics_as_paddles_d
         scope = gradc.Scope()
         gradc.load_params(scope, files / "clean.npz", program)
         (grad,) = gradc.Executor().run(program, feed=feed, fetch_list=[grad_name], scope=scope)
-        np.testing.assert_allclose(grad, paddle["grad" if test_mode else "grad_train"], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(grad, paddle["grad" if test_mode else "grad_train"], rtol=0, atol=GRAD_ATOL)
         for name in META["moved_by_train_mode_attack"]:
-            assert np.array_equal(np.asarray(scope[name]), clean[name] if test_mode else moved[name]), name
+            if test_mode:
+                assert np.array_equal(np.asarray(scope[name]), clean[name]), name
+            else:   # the batch's mean and variance: summed in an order of the CPU's kernels
+                np.testing.assert_allclose(np.asarray(scope[name]), moved[name], rtol=1e-6, err_msg=name)
     assert np.abs(paddle["grad_train"]).max() > 3 * np.abs(paddle["grad"]).max()
 
 
 @pytest.mark.parametrize("program, grad", [("fgsm.pb", "grad"), ("fgsm_train.pb", "grad_train")])
 def test_paddles_own_fgsm_programs_give_paddles_examples(files, program, grad):
     """Paddle's attack programs (the input gradient and clip(x + eps * sign(x@GRAD), 0, 1) in the program, eps fed)
-    run by gradc give Paddle's gradients to 1e-8 and its FGSM examples bit for bit (no fault). Ties: max pooling routes
+    run by gradc give Paddle's gradients to 3e-8 and its FGSM examples bit for bit (no fault). Ties: max pooling routes
     the gradient to one pixel of four, so 1677 of the 2304 input gradients are exactly 0 in both, and sign(0) = 0
     leaves those pixels as they are, in gradc as in Paddle."""
     run = gradc_cli("run", files / program, "--params", files / "clean.npz", "--feed", files / "fgsm_feed.npz",
                     "--fetch", "x@GRAD", "--fetch", f"{META['adv']}=adv", "-o", files / f"{program}.npz")
     assert run.returncode == 0, run.stderr
     ours, paddle = np.load(files / f"{program}.npz"), np.load(files / "attack.npz")
-    np.testing.assert_allclose(ours["x@GRAD"], paddle[grad], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(ours["x@GRAD"], paddle[grad], rtol=0, atol=GRAD_ATOL)
     np.testing.assert_array_equal(ours["x@GRAD"] == 0, paddle[grad] == 0)
     if program == "fgsm.pb":
         np.testing.assert_array_equal(ours["adv"], paddle["fgsm"])

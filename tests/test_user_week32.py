@@ -58,7 +58,8 @@ def trained_like_paddle(trainer, files, model: str, feeds: list[dict], atol: flo
 def test_simclr_with_lars_and_no_decay_on_biases_trains_as_paddle(files):
     """Before, `compile --optimizer lars_momentum --no-decay '*.b'` was refused: "lars_momentum has no per-parameter
     decay to leave out", though Paddle's LarsMomentumOptimizer has exclude_from_weight_decay. Now the globs give the
-    biases lars_weight_decay 0 and the 3 steps give Paddle's NT-Xent losses to 1e-6 relative and its weights to 1e-7;
+    biases lars_weight_decay 0 and the 3 steps give Paddle's NT-Xent losses to 1e-6 relative and its weights to 5e-7
+    (1e-7 on an AVX-512 machine, 3.6e-7 where numpy and OpenBLAS run their AVX2 kernels);
     Paddle's own LARS program trains the same in gradc."""
     compiled = gradc_cli("compile", files / "simclr.pb", "-o", files / "lars.pb", "--optimizer", "lars_momentum",
                          "--lr", 0.1, "--momentum", 0.9, "--opt", "lars_weight_decay=5e-4", "--no-decay", "*.b")
@@ -71,7 +72,7 @@ def test_simclr_with_lars_and_no_decay_on_biases_trains_as_paddle(files):
     for program, startup in [("lars.pb", ["lars.startup.pb"]), ("simclr_train.pb", [])]:
         trainer = gradc.Trainer(files / program, [files / name for name in startup], fetch=META["simclr"]["loss"])
         gradc.load_params(trainer.scope, files / "simclr_init.npz", trainer.program)
-        losses = trained_like_paddle(trainer, files, "simclr", batches(files), atol=1e-7)
+        losses = trained_like_paddle(trainer, files, "simclr", batches(files), atol=5e-7)
         np.testing.assert_allclose(losses, META["simclr"]["losses"], rtol=1e-6)
 
 
@@ -140,11 +141,12 @@ def test_check_wrt_refuses_integer_vars_and_its_globs_take_float_vars_only(files
 def test_paddles_moco_program_moves_the_key_encoder_and_the_queue_as_paddle(files):
     """Paddle's MoCo v2 training program (Momentum on the query encoder, then in the program each key weight
     assign(0.9 k + 0.1 q) and the queue assign(concat([k, queue])[:8])) trained by gradc: the query weights, the key
-    encoder and the queue after every step are Paddle's to 1e-6, and its 3 losses to 1e-6 relative (no fault)."""
+    encoder and the queue after every step are Paddle's to 5e-6 (1e-6 on an AVX-512 machine, 2.1e-6 where numpy and
+    OpenBLAS run their AVX2 kernels), and its 3 losses to 1e-6 relative (no fault)."""
     trainer = gradc.Trainer(files / "moco_train.pb", fetch=META["moco"]["loss"])
     gradc.load_params(trainer.scope, files / "moco_init.npz", trainer.program)
     before = {name: np.asarray(trainer.scope[name]).copy() for name in KEYS + ["moco_queue"]}
-    losses = trained_like_paddle(trainer, files, "moco", batches(files), atol=1e-6)
+    losses = trained_like_paddle(trainer, files, "moco", batches(files), atol=5e-6)
     np.testing.assert_allclose(losses, META["moco"]["losses"], rtol=1e-6)
     assert all(not np.array_equal(before[name], np.asarray(trainer.scope[name])) for name in before)
 
@@ -153,12 +155,13 @@ def test_moco_with_a_ring_buffer_queue_writes_at_paddles_pointer(files):
     """MoCo's queue as its own code keeps it, a ring buffer: Paddle's program writes the batch's keys at a persistable
     int64 pointer (paddle.static.setitem: set_value with tensor starts) and moves the pointer by 4 modulo 8. gradc's
     run gives Paddle's losses to 1.3e-6 relative and, after every step, its pointer (4, 0, 4) exactly and its queue and
-    keys to 1.7e-6 (1.3e-5 relative) (no fault); gradc check of the program agrees with central differences to 1e-8
+    keys to 1.7e-6 (1.3e-5 relative; where numpy and OpenBLAS run their AVX2 kernels 2.1e-5, and the losses
+    1.6e-5) (no fault); gradc check of the program agrees with central differences to 1e-8
     once its checked forward part leaves out the ops after minimize (the next test's fault: before, all MISMATCH)."""
     trainer = gradc.Trainer(files / "moco_ring_train.pb", fetch=META["moco_ring"]["loss"])
     gradc.load_params(trainer.scope, files / "moco_ring_init.npz", trainer.program)
-    losses = trained_like_paddle(trainer, files, "moco_ring", batches(files), atol=1e-6, rtol=1e-5)
-    np.testing.assert_allclose(losses, META["moco_ring"]["losses"], rtol=1e-5)
+    losses = trained_like_paddle(trainer, files, "moco_ring", batches(files), atol=5e-5, rtol=1e-5)
+    np.testing.assert_allclose(losses, META["moco_ring"]["losses"], rtol=4e-5)
     pointers = np.load(files / "moco_ring_steps.npz")
     assert [int(pointers[f"{step}:queue_ptr"][0]) for step in range(STEPS)] == [4, 0, 4]
     run = gradc_cli("check", files / "moco_ring_train.pb", "--params", files / "moco_ring_init.npz", "--feed",
@@ -216,13 +219,13 @@ def test_moco_written_with_program_builder_keeps_the_key_encoder_persistable(fil
     gradc.verify found 9 problems ("reads var 'k_enc1.w' before any op writes it, and it is neither persistable nor
     fed") and a checkpoint left the key encoder and the queue out. Now an output named after a declared var is written
     in place, its VarDesc kept (as paddle.assign(x, output=var)): the program verifies, trains to Paddle's key encoder
-    and queue to 1e-6, and its checkpoint holds them; a write of another shape is refused, naming both."""
+    and queue to 5e-6, and its checkpoint holds them; a write of another shape is refused, naming both."""
     program, startup = _moco_by_program_builder(files)
     assert gradc.verify(program) == []
     assert all(program.global_block.var(name).persistable for name in KEYS + ["moco_queue"])
     trainer = gradc.Trainer(program, [startup], fetch=META["moco"]["loss"])
     gradc.load_params(trainer.scope, files / "moco_init.npz", program)
-    losses = trained_like_paddle(trainer, files, "moco", batches(files), atol=1e-6)
+    losses = trained_like_paddle(trainer, files, "moco", batches(files), atol=5e-6)
     np.testing.assert_allclose(losses, META["moco"]["losses"], rtol=1e-6)
     assert set(KEYS + ["moco_queue"]) <= set(persistable_names(program))   # what a checkpoint keeps
     with pytest.raises(gradc.errors.ProgramError, match=r"its output 'k_proj2.b' is declared float32\[4\], and the op "
@@ -234,7 +237,8 @@ def test_simsiam_with_cosine_decay_trains_as_paddle(files):
     """SimSiam (BatchNorm1D in the encoder, z.detach() as the target, F.cosine_similarity symmetrised) with SGD,
     weight decay 1e-4 and CosineAnnealingDecay(0.05, T_max=3): gradc's `--lr-schedule cosine --decay-steps 3` written
     as ops, and Paddle's own program with the scheduler given to gradc train, both give Paddle's losses to 1e-6 and its
-    weights and running statistics to 1e-7 (no fault)."""
+    weights and running statistics to 3e-7 (1e-7 on an AVX-512 machine, 1.2e-7 where numpy and OpenBLAS run their
+    AVX2 kernels) (no fault)."""
     compiled = gradc_cli("compile", files / "simsiam.pb", "-o", files / "simsiam_sgd.pb", "--optimizer", "sgd",
                          "--lr", 0.05, "--l2", 1e-4, "--lr-schedule", "cosine", "--decay-steps", STEPS)
     assert compiled.returncode == 0, compiled.stderr
@@ -247,7 +251,7 @@ def test_simsiam_with_cosine_decay_trains_as_paddle(files):
         np.testing.assert_allclose(step_losses(run, META["simsiam"]["loss"]), META["simsiam"]["losses"], rtol=1e-6)
         trained, paddle = np.load(files / f"{program}.npz"), np.load(files / "simsiam_steps.npz")
         for name in trained.files:
-            np.testing.assert_allclose(trained[name], paddle[f"{STEPS - 1}:{name}"], rtol=0, atol=1e-7)
+            np.testing.assert_allclose(trained[name], paddle[f"{STEPS - 1}:{name}"], rtol=0, atol=3e-7)
 
 
 def test_the_linear_probe_evaluates_on_the_labelled_set_it_trains_on(files):
@@ -277,7 +281,8 @@ def test_the_linear_probe_evaluates_on_the_labelled_set_it_trains_on(files):
 def test_simclr_in_pir_trains_as_paddle(files):
     """Paddle's PIR SimCLR (F.normalize's PIR ops, LarsMomentumOptimizer's minimize in PIR, the loss and gradients
     fetched by fetch ops) trained by gradc train: Paddle's PIR losses to 1e-6 relative (the legacy run's too), its
-    weights to 1e-7; gradc check of the PIR program agrees with central differences (no fault)."""
+    weights to 8e-7 (1e-7 on an AVX-512 machine, 3.6e-7 where numpy and OpenBLAS run their AVX2 kernels); gradc check
+    of the PIR program agrees with central differences (no fault)."""
     run = gradc_cli("train", files / "simclr_pir_train.json", "--params", files / "simclr_pir_init.npz", "--data",
                     files / "train.npz", "--batch-size", 4, "--fetch", "loss", "--log-every", 1, "--json",
                     "--save-params", files / "pir_trained.npz")
@@ -285,7 +290,7 @@ def test_simclr_in_pir_trains_as_paddle(files):
     np.testing.assert_allclose(META["simclr_pir"]["losses"], META["simclr"]["losses"], rtol=1e-6)
     trained, paddle = np.load(files / "pir_trained.npz"), np.load(files / "simclr_pir_steps.npz")
     for name in trained.files:
-        np.testing.assert_allclose(trained[name], paddle[f"{STEPS - 1}:{name}"], rtol=0, atol=1e-7)
+        np.testing.assert_allclose(trained[name], paddle[f"{STEPS - 1}:{name}"], rtol=0, atol=8e-7)
     check = gradc_cli("check", files / "simclr_pir_train.json", "--params", files / "simclr_pir_init.npz", "--feed",
                       files / "feed.npz", "--json")
     assert check.returncode == 0, check.stdout

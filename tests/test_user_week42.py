@@ -156,8 +156,9 @@ def test_ewc_fisher_from_gradc_gradients_by_a_fetch_glob(files):
     """EWC's Fisher diagonal is the mean squared gradient of the old task's loss: `gradc run` of the compiled
     pretraining program, --fetch 'linear_*.?_0@GRAD' over 4 batches. Before, a glob was taken for a name: "fetch var
     'linear_*.?_0@GRAD' is not a var of block 0", and the 6 gradients took 6 options (a deep model's hundreds). Now
-    the Fisher is Paddle's to 3.6e-7 relative, and the EWC program (Fisher and old weights fed with --feed, a replay
-    batch of task A in each step's 12) trains to Paddle's 5 losses (1e-7)."""
+    the Fisher is Paddle's to 3.6e-7 relative (1.3e-6 where numpy and OpenBLAS run their AVX2 kernels), and the EWC
+    program (Fisher and old weights fed with --feed, a replay batch of task A in each step's 12) trains to Paddle's 5
+    losses (1e-7)."""
     _ok("compile", files / "pretrain.pb", "-o", files / "pretrain_grads.pb")
     squares = []
     for step in range(4):
@@ -168,7 +169,7 @@ def test_ewc_fisher_from_gradc_gradients_by_a_fetch_glob(files):
         squares.append({name: grads[name + "@GRAD"] ** 2 for name in BASE})
     fisher, paddle = {name: np.mean([s[name] for s in squares], axis=0) for name in BASE}, np.load(files / "fisher.npz")
     for name in BASE:
-        np.testing.assert_allclose(fisher[name], paddle[name], rtol=1e-6, atol=1e-9 * paddle[name].max())
+        np.testing.assert_allclose(fisher[name], paddle[name], rtol=3e-6, atol=1e-9 * paddle[name].max())
     old = np.load(files / "pretrain_trained.npz")
     np.savez(files / "ewc_const.npz", **{f"fisher_{n}": fisher[n] for n in BASE}, **{f"old_{n}": old[n] for n in BASE})
     _ok("compile", files / "ewc.pb", "-o", files / "ewc_adam.pb", "--optimizer", "adam", "--lr", 0.01)

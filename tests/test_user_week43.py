@@ -128,13 +128,14 @@ def test_check_of_each_loss_against_central_differences(files, model):
 
 def test_exports_run_on_larger_odd_images(files):
     """Paddle's jit.save PIR export of the SR net (H, W dynamic) run by gradc on 11x13 images gives the dygraph
-    outputs to 1e-6 (4.8e-7 measured; the Predictor's are 2.4e-6 off them); gradc export of its compilation,
-    .pdmodel and PIR .json, runs alike (no fault)."""
+    outputs to 5e-6 of their 5.0 (4.8e-7 measured on an AVX-512 machine, 2.1e-6 where numpy and OpenBLAS run their
+    AVX2 kernels; the Predictor's are 2.4e-6 off them); gradc export of its compilation, .pdmodel and PIR .json, runs
+    alike (no fault)."""
     paddle = np.load(files / "predictor.npz")
     run = gradc_cli("run", files / "sr_pir.json", "--params", files / "sr" / "trained.npz", "--feed",
                     files / "big.npz", "-o", files / "pir_out.npz")
     assert run.returncode == 0, run.stderr
-    np.testing.assert_allclose(np.load(files / "pir_out.npz")["fetch_name_0"], paddle["dygraph"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.load(files / "pir_out.npz")["fetch_name_0"], paddle["dygraph"], rtol=0, atol=5e-6)
     np.testing.assert_allclose(paddle["fetch_name_0"], paddle["dygraph"], rtol=0, atol=5e-6)
     folder = files / "sr"
     assert gradc_cli("compile", folder / "forward.pb", "-o", folder / "export.pb", "--loss", "tmp_7",
@@ -146,7 +147,7 @@ def test_exports_run_on_larger_odd_images(files):
         run = gradc_cli("run", folder / f"sr{suffix}", "--params", folder / "sr.pdiparams", "--feed",
                         files / "big.npz", "-o", files / "export_out.npz")
         assert run.returncode == 0, run.stderr
-        np.testing.assert_allclose(np.load(files / "export_out.npz")["sr"], paddle["dygraph"], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(np.load(files / "export_out.npz")["sr"], paddle["dygraph"], rtol=0, atol=5e-6)
 
 
 def test_a_scale_gives_paddles_output_size(files):

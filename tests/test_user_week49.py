@@ -24,8 +24,9 @@ COMPILE = {"pointwise": ("--optimizer", "adam"), "pairwise": ("--optimizer", "ad
            "clipped": ("--optimizer", "adam", "--opt", "lazy_mode=True", "--clip-global-norm", 1.0),
            "decayed": ("--optimizer", "adam", "--opt", "lazy_mode=True", "--l2", 0.01),
            "adagrad": ("--optimizer", "adagrad", "--lr", 0.05)}
-# the trained weights' largest difference from Paddle's (Adagrad's rate of 0.05 multiplies the rounding)
-WEIGHTS_ATOL = {"adagrad": 1e-6}
+# the trained weights' largest difference from Paddle's (Adagrad's rate of 0.05 multiplies the rounding: 8.3e-7 on an
+# AVX-512 machine, 1.2e-6 where numpy and OpenBLAS run their AVX2 kernels)
+WEIGHTS_ATOL = {"adagrad": 3e-6}
 # the listwise scorer's output bias: its gradient is zero but for rounding (ListNet's softmax and the pairs'
 # differences are shift-invariant), which Adam's normalisation turns into steps of the rate's size
 SHIFT_INVARIANT = {"listwise": {"linear_5.b_0"}}
@@ -50,7 +51,7 @@ def _train(program, startup, folder, *extra):
 @pytest.mark.parametrize("model", MODELS)
 def test_each_ranker_trains_to_paddles_losses_and_weights(files, model):
     """gradc compile with the optimizer the user chose and train from Paddle's initial weights: 5 steps give Paddle's
-    losses to 1e-6 relative (2.5e-7 measured) and its weights to 3e-7 (Adagrad's 8.3e-7), the sparse embedding's
+    losses to 1e-6 relative (2.5e-7 measured) and its weights to 3e-7 (Adagrad's to 3e-6), the sparse embedding's
     lazy Adam, global-norm clipping and L2 decay of its SelectedRows gradient included (no fault)."""
     folder = files / model
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", "--lr", 0.01,

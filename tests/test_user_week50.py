@@ -47,7 +47,8 @@ def _train(program, startup, folder, *extra):
 @pytest.mark.parametrize("model", MODELS)
 def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
     """gradc compile with the user's optimizer and train from Paddle's initial weights: 5 steps give Paddle's losses
-    to 1e-6 relative and its weights to 3e-7, the warmup schedule given to train, AdamW's decay and the GRU's
+    to 1e-6 relative and its weights to 1e-6 (3e-7 held on an AVX-512 machine; 4.2e-7 where numpy and OpenBLAS run
+    their AVX2 kernels), the warmup schedule given to train, AdamW's decay and the GRU's
     sequence lengths included (no fault)."""
     folder = files / model
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", *COMPILE[model])
@@ -55,7 +56,7 @@ def test_each_recommender_trains_to_paddles_losses_and_weights(files, model):
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz", *TRAIN.get(model, ()))
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    assert_weights_like_paddles(folder, 3e-7, SHIFT_INVARIANT.get(model, set()))
+    assert_weights_like_paddles(folder, 1e-6, SHIFT_INVARIANT.get(model, set()))
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -61,7 +61,8 @@ def test_momentum_trains_to_paddles_losses_until_its_yolo_gradient_goes_wrong(fi
 
 def test_first_step_gradients_are_paddles(files):
     """gradc's backward of the detector from Paddle's initial weights on the first batch: Paddle's 13 parameter
-    gradients (no fault)."""
+    gradients to 1e-5 relative, or 1e-6 of each one's largest element (an element summed to near zero keeps the
+    rounding of its terms: 1.4e-6 of 3.9 where numpy and OpenBLAS run their AVX2 kernels) (no fault)."""
     program = gradc.load(files / "forward.pb")
     gradc.append_backward(program, loss=META["loss"])
     scope, executor = gradc.Scope(), gradc.Executor()
@@ -70,7 +71,7 @@ def test_first_step_gradients_are_paddles(files):
     ours = executor.run(program, feed=files / "batch1.npz", fetch_list=paddle.files, scope=scope)
     assert len(paddle.files) == 13
     for name, value in zip(paddle.files, ours):
-        np.testing.assert_allclose(value, paddle[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(value, paddle[name], rtol=1e-5, atol=1e-6 * np.abs(paddle[name]).max(), err_msg=name)
 
 
 def test_two_boxes_on_one_anchor_gradc_is_central_differences_where_paddle_is_not(files):
