@@ -22,6 +22,7 @@ FORECAST = META["forecast"]
 LOSS, BY_WHERE = FORECAST["loss"], FORECAST["loss_by_where"]
 PLATEAU = "ReduceOnPlateau(learning_rate=0.02, factor=0.5, patience=0, threshold=0.1)"
 KEY_BIAS = "linear_1.b_0"   # the attention's key projection bias: its exact gradient is 0
+PADDLE64 = np.load(WEEK / "paddle64.npz")   # Paddle's float64 run of the plateau training (--float64)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,18 @@ def _epochs(stdout: str) -> list[dict]:
     return [line for line in map(json.loads, stdout.splitlines()) if line["event"] == "epoch"]
 
 
+def _assert_as_close_to_float64(ours, paddles, exact, floor, what: str) -> None:
+    """gradc's float32 numbers ``ours`` within ``floor`` of Paddle's float32 ``paddles``, or at most twice as far
+    from Paddle's float64 run ``exact`` as Paddle's float32 is (the largest absolute difference): float32 rounding
+    differs by CPU (numpy's SIMD dispatch, OpenBLAS's kernels) and Adam's normalisation of near-zero gradients
+    amplifies it over the 24 steps."""
+    ours, paddles, exact = (np.asarray(values, np.float64) for values in (ours, paddles, exact))
+    if np.all(np.abs(ours - paddles) <= floor):
+        return
+    distance, paddles_distance = np.abs(ours - exact).max(), np.abs(paddles - exact).max()
+    assert distance <= 2 * paddles_distance, (what, distance, paddles_distance)
+
+
 def _train(files, *args):
     return gradc_cli("train", files / "train.pb", "--startup", files / "forecast_startup.pb", "--startup",
                      files / "train.startup.pb", "--data", files / "data.npz", "--batch-size", FORECAST["batch"],
@@ -57,17 +70,22 @@ def test_reduce_on_plateau_trains_to_paddles_losses_and_weights(files):
     (0.02 to 0.01). Before, gradc train --lr-schedule 'ReduceOnPlateau(...)' was "unknown learning-rate schedule",
     and the constant rate the user was left with parts from Paddle from step 18 on. Now it is Paddle's scheduler: the
     24 losses are Paddle's to 1e-5 and the trained weights to 2e-5, but for the key projection's bias (see the next
-    test). Each epoch that reduces the rate says so (--json: its "learning_rate"; the console: "learning rate now
+    test), or, where float32 rounding parts them further, each as close to Paddle's float64 run of the same training
+    (paddle64.npz) as twice Paddle's float32: on an AVX2-only CPU (OpenBLAS's Haswell kernels) Paddle's float32
+    losses stand up to 1.4e-4 from float64 (1.3e-4 relative, the last step) and gradc's 3.8e-5 (1.6e-5 relative);
+    tcn2b.v 1.1e-3 in Paddle's float32 and 1.6e-5 in gradc's, tcn1a.v 2.4e-5 and 2.6e-5 (the nearest to the bound).
+    Each epoch that reduces the rate says so (--json: its "learning_rate"; the console: "learning rate now
     0.01")."""
     assert FORECAST["learning_rates"] == [0.02] * 4 + [0.01] * 2
     run = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--save-params", files / "tuned.npz")
     assert run.returncode == 0, run.stderr
-    np.testing.assert_allclose(_losses(run.stdout), FORECAST["losses"], rtol=1e-5)
+    _assert_as_close_to_float64(_losses(run.stdout), FORECAST["losses"], PADDLE64["losses"],
+                                1e-5 * np.abs(FORECAST["losses"]), "losses")
     assert [epoch.get("learning_rate") for epoch in _epochs(run.stdout)] == [None] * 3 + [0.01, None, 0.005]
     tuned, paddle = np.load(files / "tuned.npz"), np.load(files / "trained.npz")
     for name in paddle.files:
         if name != KEY_BIAS:
-            np.testing.assert_allclose(tuned[name], paddle[name], atol=2e-5, err_msg=name)
+            _assert_as_close_to_float64(tuned[name], paddle[name], PADDLE64[name], 2e-5, name)
     constant = _train(files, "--epochs", FORECAST["epochs"])
     assert constant.returncode == 0, constant.stderr
     assert abs(_losses(constant.stdout)[17] / FORECAST["losses"][17] - 1) > 1e-3   # step 18: the first after
@@ -96,12 +114,14 @@ def test_the_key_bias_has_no_gradient_and_adam_steps_on_rounding(files):
 def test_a_resumed_run_keeps_the_plateaus_state(files):
     """Three epochs with --checkpoint-dir, then --resume to six: the scheduler's state (its best loss, its bad
     epochs, the rate) is replayed from the checkpoint's epochs, so the rate is halved after epoch 4 as in an
-    uninterrupted run, and the last 12 losses are Paddle's."""
+    uninterrupted run, and the last 12 losses are Paddle's to 1e-5, or as close to Paddle's float64 run as twice
+    Paddle's float32 (1.4e-4 from float64 over these steps; gradc's 3.8e-5 on an AVX2-only CPU)."""
     first = _train(files, "--epochs", 3, "--lr-schedule", PLATEAU, "--checkpoint-dir", files / "ckpt")
     assert first.returncode == 0, first.stderr
     resumed = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--resume", files / "ckpt")
     assert resumed.returncode == 0, resumed.stderr
-    np.testing.assert_allclose(_losses(resumed.stdout), FORECAST["losses"][12:], rtol=1e-5)
+    _assert_as_close_to_float64(_losses(resumed.stdout), FORECAST["losses"][12:], PADDLE64["losses"][12:],
+                                1e-5 * np.abs(FORECAST["losses"][12:]), "losses")
 
 
 def test_with_eval_data_the_plateau_watches_the_evaluated_loss(files):

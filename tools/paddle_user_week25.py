@@ -21,8 +21,15 @@ PIR export of the scaling.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week25.py tests/data/paddle/user_week25
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_user_week25_pir.py tests/data/paddle/user_week25
+
+With ``--float64`` after the folder, only paddle64.npz (no other file rewritten): the same training in float64 (the
+net built in float64, started from the committed forecast_startup.pb's values and fed the committed data.npz, both
+cast; the same ReduceOnPlateau, Adam and clipping, epochs and batches), its 24 losses ("losses") and trained weights
+by name: the reference that float32 results, Paddle's and gradc's, are judged against (Adam's normalisation of small
+gradients amplifies float32 rounding, which differs by CPU: numpy's SIMD dispatch, OpenBLAS's kernels).
 """
 
+import gzip
 import json
 import sys
 import tempfile
@@ -61,11 +68,12 @@ def windows(values: np.ndarray, stride: int) -> tuple[np.ndarray, np.ndarray]:
 
 def weight_normed(name: str, channels_in: int, kernel: int):
     """v [out, in, k] and g [out, 1, 1] as parameters; w = g * v / ||v|| (each output channel's norm)."""
-    v = paddle.static.create_parameter([CHANNELS, channels_in, kernel], "float32", attr=paddle.ParamAttr(
+    dtype = paddle.get_default_dtype()
+    v = paddle.static.create_parameter([CHANNELS, channels_in, kernel], dtype, attr=paddle.ParamAttr(
         name=f"{name}.v", initializer=paddle.nn.initializer.KaimingNormal()))
-    g = paddle.static.create_parameter([CHANNELS, 1, 1], "float32", attr=paddle.ParamAttr(
+    g = paddle.static.create_parameter([CHANNELS, 1, 1], dtype, attr=paddle.ParamAttr(
         name=f"{name}.g", initializer=paddle.nn.initializer.Constant(1.0)))
-    bias = paddle.static.create_parameter([CHANNELS], "float32", attr=paddle.ParamAttr(
+    bias = paddle.static.create_parameter([CHANNELS], dtype, attr=paddle.ParamAttr(
         name=f"{name}.b", initializer=paddle.nn.initializer.Constant(0.0)))
     norm = paddle.sqrt(paddle.sum(paddle.square(v), axis=[1, 2], keepdim=True))
     return g * v / norm, bias
@@ -93,7 +101,8 @@ def forecaster(x):
     h = F.relu(causal_padded(F.relu(causal_padded(h, "tcn1a", 1, 1)), "tcn1b", CHANNELS, 1)) + skip
     h = F.relu(causal_cropped(F.relu(causal_cropped(h, "tcn2a", CHANNELS, 2)), "tcn2b", CHANNELS, 2)) + h
     encoder = paddle.nn.TransformerEncoderLayer(CHANNELS, 2, 16, dropout=0.0)
-    causal = paddle.triu(paddle.full([WINDOW, WINDOW], -np.inf, "float32"), 1)   # Transformer's square mask
+    mask = paddle.full([WINDOW, WINDOW], -np.inf, paddle.get_default_dtype())
+    causal = paddle.triu(mask, 1)   # Transformer's square mask
     h = encoder(paddle.transpose(h, [0, 2, 1]), src_mask=causal)
     head = paddle.nn.Linear(CHANNELS, HORIZON * len(QUANTILES), weight_attr=paddle.ParamAttr(name="head.w"),
                             bias_attr=paddle.ParamAttr(name="head.b"))
@@ -103,8 +112,8 @@ def forecaster(x):
 
 def pinball(forecast, y, by_where: bool = False):
     """The mean over examples, horizons and quantiles of max(q e, (q - 1) e), e = y - forecast."""
-    q = paddle.to_tensor(np.array(QUANTILES, np.float32)) if paddle.in_dynamic_mode() else paddle.assign(
-        np.array(QUANTILES, np.float32))
+    quantiles = np.array(QUANTILES, paddle.get_default_dtype())
+    q = paddle.to_tensor(quantiles) if paddle.in_dynamic_mode() else paddle.assign(quantiles)
     error = paddle.unsqueeze(y, -1) - forecast
     if by_where:
         return paddle.mean(paddle.where(error >= 0, q * error, (q - 1) * error))
@@ -112,11 +121,13 @@ def pinball(forecast, y, by_where: bool = False):
 
 
 def programs():
+    """The training program, its forward, the startup, the scheduler and the fetched vars' names, in Paddle's default
+    dtype (float32 unless --float64 set it; the layers take theirs from it too)."""
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 25
     with paddle.static.program_guard(main, startup):
-        x = paddle.static.data("x", [-1, WINDOW, 1], "float32")
-        y = paddle.static.data("y", [-1, HORIZON], "float32")
+        x = paddle.static.data("x", [-1, WINDOW, 1], paddle.get_default_dtype())
+        y = paddle.static.data("y", [-1, HORIZON], paddle.get_default_dtype())
         forecast = forecaster(x)
         loss = pinball(forecast, y)
         by_where = pinball(forecast, y, by_where=True)
@@ -145,13 +156,7 @@ def train(out: Path, exe, meta: dict) -> None:
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         exe.run(startup)
-        losses, rates = [], []
-        for _ in range(EPOCHS):
-            rates.append(scheduler())
-            epoch = [float(exe.run(main, feed={"x": x[i:i + BATCH], "y": y[i:i + BATCH]},
-                                   fetch_list=[names["loss"]])[0]) for i in range(0, len(x), BATCH)]
-            losses.extend(epoch)
-            scheduler.step(float(np.mean(epoch)))
+        losses, rates = fit(exe, main, scheduler, names["loss"], x, y)
         trained = {param.name: np.array(scope.var(param.name).get_tensor())
                    for param in main.global_block().all_parameters()}
         export(out, exe, forward, names["forecast"], x, meta)
@@ -160,6 +165,52 @@ def train(out: Path, exe, meta: dict) -> None:
     np.savez(out / "trained.npz", **trained)
     meta["forecast"] = {**names, "losses": losses, "learning_rates": rates, "plateau": PLATEAU, "clip": CLIP,
                         "examples": len(x), "batch": BATCH, "epochs": EPOCHS}
+
+
+def fit(exe, main, scheduler, loss: str, x: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float]]:
+    """EPOCHS epochs of the batches in order, ReduceOnPlateau stepped after each with the epoch's mean loss: (the
+    losses per step, the rate of each epoch)."""
+    losses, rates = [], []
+    for _ in range(EPOCHS):
+        rates.append(scheduler())
+        epoch = [float(exe.run(main, feed={"x": x[i:i + BATCH], "y": y[i:i + BATCH]}, fetch_list=[loss])[0])
+                 for i in range(0, len(x), BATCH)]
+        losses.extend(epoch)
+        scheduler.step(float(np.mean(epoch)))
+    return losses, rates
+
+
+def committed_start(out: Path, exe) -> dict[str, np.ndarray]:
+    """The parameters as the committed forecast_startup.pb initialises them in Paddle (float32), by name."""
+    startup = paddle.static.Program.parse_from_string(gzip.decompress((out / "forecast_startup.pb.gz").read_bytes()))
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+    return {name: np.array(scope.find_var(name).get_tensor()) for name in np.load(out / "trained.npz").files}
+
+
+def float64_training(out: Path, exe) -> None:
+    """The plateau training again in float64 from the committed start on the committed batches: paddle64.npz. Its
+    rates must be the float32 run's (else it is not the same run) and its losses near the float32 ones."""
+    data = np.load(out / "data.npz")
+    x, y = data["x"].astype(np.float64), data["y"].astype(np.float64)
+    start = committed_start(out, exe)
+    paddle.set_default_dtype("float64")
+    main, _, startup, scheduler, names = programs()
+    params = {param.name for param in main.global_block().all_parameters()}
+    assert params == set(start), sorted(params ^ set(start))
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        for name, value in start.items():
+            scope.var(name).get_tensor().set(value.astype(np.float64), paddle.CPUPlace())
+        losses, rates = fit(exe, main, scheduler, names["loss"], x, y)
+        trained = {name: np.array(scope.find_var(name).get_tensor()) for name in start}
+    forecast = json.loads((out / "meta.json").read_text())["forecast"]
+    assert rates == forecast["learning_rates"], (rates, forecast["learning_rates"])
+    print("float64 losses' largest relative difference from the float32 fixture's:",
+          np.abs(np.array(losses) / forecast["losses"] - 1).max())
+    np.savez_compressed(out / "paddle64.npz", losses=np.array(losses), **trained)
 
 
 def export(out: Path, exe, forward, forecast_name: str, train_x: np.ndarray, meta: dict) -> None:
@@ -254,4 +305,9 @@ def main(out: Path) -> None:
 
 if __name__ == "__main__":
     Path(sys.argv[1]).mkdir(parents=True, exist_ok=True)
+    if sys.argv[2:] == ["--float64"]:   # the float64 reference alone, the committed fixtures left as they are
+        paddle_legacy_shim.install()
+        paddle.enable_static()
+        float64_training(Path(sys.argv[1]), paddle.static.Executor(paddle.CPUPlace()))
+        sys.exit()
     main(Path(sys.argv[1]))
