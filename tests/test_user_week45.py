@@ -42,12 +42,33 @@ def _train(program, startup, folder, *extra):
     return train_steps(program, startup, folder / "data.npz", 4, "--lr-schedule", NOAM, *extra)
 
 
+def _assert_gru_trained_like_float64(folder, trained, floor: float) -> None:
+    """gradc's float32 weights (the file ``trained``) judged against Paddle's float64 run of the same gru steps
+    (folder/paddle64.npz): each tensor's largest distance from it at most twice that of Paddle's float32 weights on
+    either of two CPUs (folder/trained.npz, an AVX-512 machine's; folder/paddle32_again.npz, an AVX2-only one's), or
+    within ``floor``. Adam's normalisation of near-zero gradients turns their float32 rounding, which differs by CPU
+    (OpenBLAS picks its kernels by it), into steps of the rate's size."""
+    ours, exact = np.load(trained), np.load(folder / "paddle64.npz")
+    paddles = [np.load(folder / "trained.npz"), np.load(folder / "paddle32_again.npz")]
+    assert sorted(ours.files) == sorted(paddles[0].files)
+    for name in paddles[0].files:
+        distance = np.abs(ours[name] - exact[name]).max()
+        paddle = max(np.abs(weights[name] - exact[name]).max() for weights in paddles)
+        assert distance <= max(2 * paddle, floor), (name, distance, paddle)
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_each_translation_model_trains_to_paddles_losses_and_weights(files, model):
     """gradc compile --optimizer adam --lr-schedule 'NoamDecay(...)' --clip-global-norm 1 and train from Paddle's
     initial weights: 6 steps give Paddle's losses to 1e-6 relative (through nn.GRU with sequence_length, GRUCell,
-    masked_fill, the soft-label smoothed cross-entropy, the tied output projection) and its weights to 5e-5 (the
-    Noam rate's 0.125 steps; 3.2e-5 measured, the query weight), but the key biases (no fault)."""
+    masked_fill, the soft-label smoothed cross-entropy, the tied output projection). The transformer's weights are
+    Paddle's to 5e-5 (the Noam rate's 0.125 steps; 3.2e-5 measured, the query weight), but the key biases. The gru
+    model's are judged against Paddle's float64 run of the same steps (paddle64.npz; its losses Paddle's float32 ones
+    to 2.7e-6), as close to it as twice Paddle's float32 on either of two CPUs: the worst tensor, the attention query
+    weight linear_0.w_0 (one element, an Adam step after near-zero gradients), is 7.0e-5 from it in Paddle's float32
+    fixture (an AVX-512 machine), 3.1e-4 in Paddle's float32 on a CPU whose OpenBLAS runs its Haswell kernels
+    (paddle32_again.npz) and 3.0e-4 in gradc's there; every other tensor within 2.4e-5 in all three (no fault:
+    gradc's float64 training of Paddle's float64 program gives its weights to 5e-13)."""
     folder = files / model
     compiled = gradc_cli("compile", folder / "forward.pb", "-o", folder / "train_gradc.pb", "--optimizer", "adam",
                          "--lr-schedule", NOAM, "--clip-global-norm", 1.0)
@@ -55,7 +76,10 @@ def test_each_translation_model_trains_to_paddles_losses_and_weights(files, mode
     run = _train(folder / "train_gradc.pb", folder / "train_gradc.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", folder / "trained_gradc.npz")
     np.testing.assert_allclose(step_losses(run), META[model]["losses"], rtol=1e-6)
-    assert_weights_like_paddles(folder, 5e-5, KEY_BIASES[model])
+    if model == "gru":
+        _assert_gru_trained_like_float64(folder, folder / "trained_gradc.npz", 5e-5)
+    else:
+        assert_weights_like_paddles(folder, 5e-5, KEY_BIASES[model])
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -206,8 +230,9 @@ def test_while_loop_teacher_forcing_trains_where_paddle_cannot(files):
     """The gru model with its teacher-forced decoder in a while_loop (logits to a tensor array, stacked): Paddle's
     own minimize() program fails at its first run ('shape[0] = -1' in a fill_constant of the loop's backward). gradc
     compile of the forward program trains it from the unrolled model's initial weights to Paddle's losses of the
-    unrolled model (1e-6) and its weights to 3e-4 (1.9e-4 measured, the attention query weight; 1.7e-5 the rest)
-    (no fault of gradc's)."""
+    unrolled model (1e-6), and to the unrolled model's weights as test_each_translation_model_... judges them
+    against Paddle's float64 run, 3e-4 kept as the floor (the same weights: 3.02e-4 from it, the attention query
+    weight; 2.4e-5 the rest) (no fault of gradc's)."""
     assert "shape[0] = -1" in META["gru_while"]["paddle_failure"]
     folder = files / "gru"
     compiled = gradc_cli("compile", files / "gru_while.pb", "-o", files / "gru_while_train.pb", "--optimizer", "adam",
@@ -216,7 +241,4 @@ def test_while_loop_teacher_forcing_trains_where_paddle_cannot(files):
     run = _train(files / "gru_while_train.pb", files / "gru_while_train.startup.pb", folder, "--params",
                  folder / "init.npz", "--save-params", files / "gru_while_trained.npz")
     np.testing.assert_allclose(step_losses(run), META["gru"]["losses"], rtol=1e-6)
-    ours, paddle = np.load(files / "gru_while_trained.npz"), np.load(folder / "trained.npz")
-    assert sorted(ours.files) == sorted(paddle.files)
-    for name in paddle.files:
-        np.testing.assert_allclose(ours[name], paddle[name], rtol=0, atol=3e-4, err_msg=name)
+    _assert_gru_trained_like_float64(folder, files / "gru_while_trained.npz", 3e-4)

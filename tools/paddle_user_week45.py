@@ -18,9 +18,20 @@ Paddle 3.3.1's layers in legacy static mode (FLAGS_enable_pir_api=0), on a toy c
   beam_ties: the same program with the output projection zeroed (every token ties), Paddle's ids.
 - corners.npz / corner_<name>.pb: float64 programs sum(w * f(x)) and Paddle's gradients: masked_fill with -inf and
   with -1e9 before softmax, a sequence_mask-normalised token loss with a length of 0, a while_loop of tanh(x W).
+
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_user_week45.py tests/data/paddle/user_week45
+
+With ``--float64`` after the folder, only gru/paddle64.npz and gru/paddle32_again.npz: the gru model's same 6 steps
+in float64, and in float32 once more, from the same start (the committed init.npz) on the same batches (data.npz),
+each with its per-step "losses" and the trained weights under their names. The float64 run is the reference that
+float32 weights, Paddle's and gradc's, are judged against (Adam's normalisation of near-zero gradients turns float32
+rounding, which differs by CPU, into steps of the rate's size); the float32 one is a second sample of Paddle's
+rounding, from the machine that ran it (the committed one: an AMD EPYC without AVX-512, where OpenBLAS runs its
+Haswell kernels; trained.npz came from an AVX-512 machine). Nothing else is rewritten.
 """
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +42,7 @@ from paddle_programs import (
     gzip_file,
     legacy_persistables,
     pir_half,
+    run_steps,
     script_main,
     train_saving_values,
     weighted_corner,
@@ -85,14 +97,15 @@ class Seq2Seq(nn.Layer):
         return self.out(paddle.concat([h, context], -1)), h
 
 
-def token_loss(logits, tgt_out, tgt_len, smooth=False):
-    """Per-token cross-entropy masked by the target lengths, divided by the token count."""
+def token_loss(logits, tgt_out, tgt_len, smooth=False, dtype="float32"):
+    """Per-token cross-entropy masked by the target lengths (a mask of the logits' ``dtype``), divided by the token
+    count."""
     if smooth:
         soft = F.label_smooth(F.one_hot(tgt_out, VOCAB), epsilon=0.1)
         ce = F.cross_entropy(logits, soft, soft_label=True, reduction="none")
     else:
         ce = F.cross_entropy(logits, paddle.unsqueeze(tgt_out, -1), reduction="none")
-    mask = paddle.unsqueeze(F.sequence_mask(tgt_len, LENGTH, dtype="float32"), -1)
+    mask = paddle.unsqueeze(F.sequence_mask(tgt_len, LENGTH, dtype=dtype), -1)
     return paddle.sum(ce * mask) / paddle.sum(mask)
 
 
@@ -105,7 +118,9 @@ def feeds():
     return src, src_len, tgt_in, tgt_out, tgt_len
 
 
-def gru_model():
+def gru_model(dtype="float32"):
+    """The unrolled gru model; its layers' parameters are of Paddle's default dtype, which the caller sets to
+    ``dtype``."""
     src, src_len, tgt_in, tgt_out, tgt_len = feeds()
     model = Seq2Seq()
     enc, keys, pad, h = model.encode(src, src_len)
@@ -113,7 +128,7 @@ def gru_model():
     for t in range(LENGTH):
         logits, h = model.step(tgt_in[:, t], h, enc, keys, pad)
         steps.append(logits)
-    return token_loss(paddle.stack(steps, 1), tgt_out, tgt_len)
+    return token_loss(paddle.stack(steps, 1), tgt_out, tgt_len, dtype=dtype)
 
 
 def transformer_model():
@@ -186,6 +201,37 @@ def train_model(out: Path, name: str, exe, build) -> tuple[dict, paddle.static.S
     np.savez_compressed(folder / "data.npz", **batches)
     write_programs_gz(folder, {"forward": forward, "train": main, "startup": startup})
     return {"loss": loss.name, "losses": losses}, scope
+
+
+def gru_again(folder: Path, dtype: str, path: Path) -> None:
+    """The gru fixture's training again in ``dtype`` (the same start, batches, Adam, Noam schedule, clipping and step
+    count), its losses and trained weights written to ``path``."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    paddle.set_default_dtype(dtype)   # the layers take their parameters' dtype from it, and have no argument
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        loss = gru_model(dtype)
+        optimizer = noam_adam()
+        optimizer.minimize(loss)
+    paddle.set_default_dtype("float32")
+    start, batches = np.load(folder / "init.npz"), dict(np.load(folder / "data.npz"))   # the token ids kept int64
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        for name, value in start.items():
+            scope.var(name).get_tensor().set(value.astype(dtype), paddle.CPUPlace())
+        losses = run_steps(exe, main, loss, batches, STEPS, BATCH, optimizer)
+        trained = {name: np.array(scope.var(name).get_tensor()) for name in start.files}
+    np.savez_compressed(path, losses=np.array(losses), **trained)
+    print("gru", dtype, "losses", losses)
+
+
+def gru_references(out: Path) -> None:
+    """--float64: the gru training in float64 (paddle64.npz) and once more in float32 (paddle32_again.npz)."""
+    import paddle_legacy_shim
+    paddle_legacy_shim.install()
+    paddle.enable_static()
+    gru_again(out / "gru", "float64", out / "gru" / "paddle64.npz")
+    gru_again(out / "gru", "float32", out / "gru" / "paddle32_again.npz")
 
 
 def greedy_program(out: Path, exe, scope) -> None:
@@ -351,4 +397,7 @@ def main_pir(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    script_main(main, main_pir)
+    if sys.argv[2:] == ["--float64"]:   # the float64 reference alone, every other fixture left as committed
+        gru_references(Path(sys.argv[1]))
+    else:
+        script_main(main, main_pir)
