@@ -61,21 +61,21 @@ def _train(files, case: str, program: str, startup: str, *extra) -> list[dict]:
 
 
 def _assert_trained_like_paddle(files, case: str, program: str, rtol: float) -> None:
-    """The weights after training as Paddle's, within ``rtol`` of their largest; where Paddle's float64 run of the
-    case is kept (paddle64.npz), as close to it as Paddle's float32 weights are (twice their distance), or within
-    ``rtol``: MAML's w2 after 8 Adam steps through second derivatives is 5.3e-5 off float64 in Paddle's float32 and
-    4.3e-5 in gradc's, which then differ by 1e-5, in either direction by the CPU's OpenBLAS kernels."""
+    """The weights after training as Paddle's, within ``rtol`` of their largest, or, where Paddle's float64 run of
+    the case is kept (paddle64.npz), as close to it as Paddle's float32 weights are (twice their distance): MAML's w2
+    after 8 Adam steps through second derivatives is 5.3e-5 off float64 in Paddle's float32 and 4.3e-5 in gradc's,
+    which then differ by 1e-5, in either direction by the CPU's OpenBLAS kernels."""
     trained, paddle = np.load(files / case / f"{program}.trained.npz"), _paddle(case)
     exact = np.load(WEEKS / case / "paddle64.npz") if (WEEKS / case / "paddle64.npz").exists() else None
     for name in META[case]["params"]:
         expected = paddle[f"trained.{name}"]
-        if exact is None:
+        if exact is None or np.abs(trained[name] - expected).max() <= rtol * np.abs(expected).max():
             np.testing.assert_allclose(trained[name], expected, rtol=0, atol=rtol * np.abs(expected).max(),
                                        err_msg=name)
             continue
         reference = exact[f"trained.{name}"]
         ours, paddles = np.abs(trained[name] - reference).max(), np.abs(expected - reference).max()
-        assert ours <= max(2 * paddles, rtol * np.abs(reference).max()), (name, ours, paddles)
+        assert ours <= 2 * paddles, (name, ours, paddles)
 
 
 def _compiled(files, case: str) -> str:

@@ -43,18 +43,20 @@ def _train(program, startup, folder, *extra):
 
 
 def _assert_gru_trained_like_float64(folder, trained, floor: float) -> None:
-    """gradc's float32 weights (the file ``trained``) judged against Paddle's float64 run of the same gru steps
-    (folder/paddle64.npz): each tensor's largest distance from it at most twice that of Paddle's float32 weights on
-    either of two CPUs (folder/trained.npz, an AVX-512 machine's; folder/paddle32_again.npz, an AVX2-only one's), or
-    within ``floor``. Adam's normalisation of near-zero gradients turns their float32 rounding, which differs by CPU
-    (OpenBLAS picks its kernels by it), into steps of the rate's size."""
+    """gradc's float32 weights (the file ``trained``) within ``floor`` of Paddle's float32 fixture (folder/trained.npz,
+    an AVX-512 machine's), or judged against Paddle's float64 run of the same gru steps (folder/paddle64.npz): each
+    tensor's largest distance from it at most twice that of Paddle's float32 weights on either of two CPUs (the
+    fixture; folder/paddle32_again.npz, an AVX2-only one's). Adam's normalisation of near-zero gradients turns their
+    float32 rounding, which differs by CPU (OpenBLAS picks its kernels by it), into steps of the rate's size."""
     ours, exact = np.load(trained), np.load(folder / "paddle64.npz")
     paddles = [np.load(folder / "trained.npz"), np.load(folder / "paddle32_again.npz")]
     assert sorted(ours.files) == sorted(paddles[0].files)
     for name in paddles[0].files:
+        if np.abs(ours[name] - paddles[0][name]).max() <= floor:
+            continue
         distance = np.abs(ours[name] - exact[name]).max()
         paddle = max(np.abs(weights[name] - exact[name]).max() for weights in paddles)
-        assert distance <= max(2 * paddle, floor), (name, distance, paddle)
+        assert distance <= 2 * paddle, (name, distance, paddle)
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -230,9 +232,9 @@ def test_while_loop_teacher_forcing_trains_where_paddle_cannot(files):
     """The gru model with its teacher-forced decoder in a while_loop (logits to a tensor array, stacked): Paddle's
     own minimize() program fails at its first run ('shape[0] = -1' in a fill_constant of the loop's backward). gradc
     compile of the forward program trains it from the unrolled model's initial weights to Paddle's losses of the
-    unrolled model (1e-6), and to the unrolled model's weights as test_each_translation_model_... judges them
-    against Paddle's float64 run, 3e-4 kept as the floor (the same weights: 3.02e-4 from it, the attention query
-    weight; 2.4e-5 the rest) (no fault of gradc's)."""
+    unrolled model (1e-6), and to the unrolled model's weights within 3e-4 of Paddle's float32 ones or, as
+    test_each_translation_model_... judges them, against Paddle's float64 run (the same weights: 3.02e-4 from it,
+    the attention query weight; 2.4e-5 the rest) (no fault of gradc's)."""
     assert "shape[0] = -1" in META["gru_while"]["paddle_failure"]
     folder = files / "gru"
     compiled = gradc_cli("compile", files / "gru_while.pb", "-o", files / "gru_while_train.pb", "--optimizer", "adam",
