@@ -15,6 +15,7 @@ from fixtures import DATA, unpacked
 from gradc import schedules
 from gradc.cut_paths import reattached
 from gradc.gradcheck import compare_program
+from user_weeks import assert_as_close_to_float64
 
 WEEK = DATA / "user_week25"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -47,18 +48,6 @@ def _epochs(stdout: str) -> list[dict]:
     return [line for line in map(json.loads, stdout.splitlines()) if line["event"] == "epoch"]
 
 
-def _assert_as_close_to_float64(ours, paddles, exact, floor, what: str) -> None:
-    """gradc's float32 numbers ``ours`` within ``floor`` of Paddle's float32 ``paddles``, or at most twice as far
-    from Paddle's float64 run ``exact`` as Paddle's float32 is (the largest absolute difference): float32 rounding
-    differs by CPU (numpy's SIMD dispatch, OpenBLAS's kernels) and Adam's normalisation of near-zero gradients
-    amplifies it over the 24 steps."""
-    ours, paddles, exact = (np.asarray(values, np.float64) for values in (ours, paddles, exact))
-    if np.all(np.abs(ours - paddles) <= floor):
-        return
-    distance, paddles_distance = np.abs(ours - exact).max(), np.abs(paddles - exact).max()
-    assert distance <= 2 * paddles_distance, (what, distance, paddles_distance)
-
-
 def _train(files, *args):
     return gradc_cli("train", files / "train.pb", "--startup", files / "forecast_startup.pb", "--startup",
                      files / "train.startup.pb", "--data", files / "data.npz", "--batch-size", FORECAST["batch"],
@@ -79,13 +68,13 @@ def test_reduce_on_plateau_trains_to_paddles_losses_and_weights(files):
     assert FORECAST["learning_rates"] == [0.02] * 4 + [0.01] * 2
     run = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--save-params", files / "tuned.npz")
     assert run.returncode == 0, run.stderr
-    _assert_as_close_to_float64(_losses(run.stdout), FORECAST["losses"], PADDLE64["losses"],
+    assert_as_close_to_float64(_losses(run.stdout), [FORECAST["losses"]], PADDLE64["losses"],
                                 1e-5 * np.abs(FORECAST["losses"]), "losses")
     assert [epoch.get("learning_rate") for epoch in _epochs(run.stdout)] == [None] * 3 + [0.01, None, 0.005]
     tuned, paddle = np.load(files / "tuned.npz"), np.load(files / "trained.npz")
     for name in paddle.files:
         if name != KEY_BIAS:
-            _assert_as_close_to_float64(tuned[name], paddle[name], PADDLE64[name], 2e-5, name)
+            assert_as_close_to_float64(tuned[name], [paddle[name]], PADDLE64[name], 2e-5, name)
     constant = _train(files, "--epochs", FORECAST["epochs"])
     assert constant.returncode == 0, constant.stderr
     assert abs(_losses(constant.stdout)[17] / FORECAST["losses"][17] - 1) > 1e-3   # step 18: the first after
@@ -120,7 +109,7 @@ def test_a_resumed_run_keeps_the_plateaus_state(files):
     assert first.returncode == 0, first.stderr
     resumed = _train(files, "--epochs", FORECAST["epochs"], "--lr-schedule", PLATEAU, "--resume", files / "ckpt")
     assert resumed.returncode == 0, resumed.stderr
-    _assert_as_close_to_float64(_losses(resumed.stdout), FORECAST["losses"][12:], PADDLE64["losses"][12:],
+    assert_as_close_to_float64(_losses(resumed.stdout), [FORECAST["losses"][12:]], PADDLE64["losses"][12:],
                                 1e-5 * np.abs(FORECAST["losses"][12:]), "losses")
 
 

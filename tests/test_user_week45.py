@@ -12,7 +12,13 @@ import pytest
 
 from cli_inprocess import gradc_cli
 from fixtures import DATA, step_losses, unpacked
-from user_weeks import assert_weights_like_paddles, save_corner_feeds, save_first, train_steps
+from user_weeks import (
+    assert_as_close_to_float64,
+    assert_weights_like_paddles,
+    save_corner_feeds,
+    save_first,
+    train_steps,
+)
 
 WEEK = DATA / "user_week45"
 META = json.loads((WEEK / "meta.json").read_text())
@@ -44,19 +50,14 @@ def _train(program, startup, folder, *extra):
 
 def _assert_gru_trained_like_float64(folder, trained, floor: float) -> None:
     """gradc's float32 weights (the file ``trained``) within ``floor`` of Paddle's float32 fixture (folder/trained.npz,
-    an AVX-512 machine's), or judged against Paddle's float64 run of the same gru steps (folder/paddle64.npz): each
-    tensor's largest distance from it at most twice that of Paddle's float32 weights on either of two CPUs (the
-    fixture; folder/paddle32_again.npz, an AVX2-only one's). Adam's normalisation of near-zero gradients turns their
-    float32 rounding, which differs by CPU (OpenBLAS picks its kernels by it), into steps of the rate's size."""
+    an AVX-512 machine's), or judged against Paddle's float64 run of the same gru steps (folder/paddle64.npz) beside
+    Paddle's float32 on two CPUs (the fixture; folder/paddle32_again.npz, an AVX2-only one's): each tensor by
+    user_weeks.assert_as_close_to_float64."""
     ours, exact = np.load(trained), np.load(folder / "paddle64.npz")
     paddles = [np.load(folder / "trained.npz"), np.load(folder / "paddle32_again.npz")]
     assert sorted(ours.files) == sorted(paddles[0].files)
     for name in paddles[0].files:
-        if np.abs(ours[name] - paddles[0][name]).max() <= floor:
-            continue
-        distance = np.abs(ours[name] - exact[name]).max()
-        paddle = max(np.abs(weights[name] - exact[name]).max() for weights in paddles)
-        assert distance <= 2 * paddle, (name, distance, paddle)
+        assert_as_close_to_float64(ours[name], [weights[name] for weights in paddles], exact[name], floor, name)
 
 
 @pytest.mark.parametrize("model", MODELS)
