@@ -2,7 +2,9 @@
 rows than cell by cell), and cell by cell otherwise, which names the first bad cell: both give the same arrays."""
 
 import gzip
+import io
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -47,4 +49,24 @@ def test_a_cell_numpy_reads_but_the_var_cannot_take_is_named(tmp_path, cell, sai
     quoted = f"'{cell}' " if cell else ""
     said = f"line 3, column 1 ('ids'): {quoted}{said}"
     with pytest.raises(FormatError, match=re.escape(said)):
+        csvdata.read_csv(tmp_path / "d.csv", program)
+
+
+@pytest.mark.parametrize("cell, said", [("1.5", "is not a whole number"), ("nan", "is not a finite number"),
+                                        ("18446744073709551616", "is out of int64's range")])
+def test_numpy_before_2_3_truncating_into_an_int_column_is_not_taken(monkeypatch, tmp_path, cell, said):
+    """numpy 1.26-2.2 (all Python 3.10 has) read '1.5' into an int64 column as 1, and nan or 2**64 as -2**63, with
+    only a DeprecationWarning: a label of 1.5 trained as class 1. The reader is given that numpy's answer here."""
+    loadtxt = np.loadtxt
+
+    def old_numpy(handle, **options):
+        text = handle.read().replace(cell, "-9223372036854775808" if cell != "1.5" else "1")
+        warnings.warn("loadtxt(): Parsing an integer via a float is deprecated.", DeprecationWarning, stacklevel=2)
+        return loadtxt(io.StringIO(text), **options)
+
+    monkeypatch.setattr(csvdata.np, "loadtxt", old_numpy)
+    program = Program()
+    program.global_block.create_var("label", [-1, 1], VarType.INT64)
+    (tmp_path / "d.csv").write_text(f"label\n1\n{cell}\n")
+    with pytest.raises(FormatError, match=re.escape(f"line 3, column 1 ('label'): '{cell}' {said}")):
         csvdata.read_csv(tmp_path / "d.csv", program)

@@ -137,7 +137,6 @@ def test_gradc_train_refuses_a_schedule_that_overflows_before_its_first_step(tmp
 @pytest.mark.parametrize("spec, message", [
     ("LambdaDecay(0.1, lambda e: (-1) ** 0.5)", "at epoch 3: (6.123233995736766e-17+1j) is not a real number"),
     ("LambdaDecay(0.1, lambda e: int(1e308) * int(1e308))", "at epoch 3: int too large to convert to float"),
-    ("MultiplicativeDecay(0.1, lambda e: " + "+".join(["e"] * 1000) + ")", "at epoch 1: maximum recursion depth"),
     ("LambdaDecay(0.1, lambda e: 1e308 * 10 if e >= 2 else 1)", "at epoch 3: the learning rate inf is not a finite"),
     ("LambdaDecay(0.1, lambda e: 1e308 * 10 - 1e308 * 10)", "at epoch 3: the learning rate nan is not a finite"),
     ("LambdaDecay(10, lambda e: 1e308)", "at epoch 3: the learning rate inf is not a finite number"),
@@ -162,12 +161,20 @@ def test_a_schedules_number_that_is_not_finite_is_refused(spec, given):
         schedules.parse(spec)
 
 
-@pytest.mark.parametrize("body", ["-" * 50000 + "e", "+".join(["e"] * 5000)])
-def test_a_schedule_nested_too_deeply_for_the_parser_is_refused_in_one_line(body):
-    """Python's parser raised MemoryError (50,000 minus signs) or RecursionError (5,000 terms): internal errors."""
-    spec = f"LambdaDecay(0.1, lambda e: {body})"
+@pytest.mark.parametrize("spec", [f"LambdaDecay(0.1, lambda e: {body})" for body in (
+    "-" * 50000 + "e", "+".join(["e"] * 5000), "+".join(["e"] * 400))] + [
+    "MultiplicativeDecay(0.1, lambda e: " + "+".join(["e"] * 1000) + ")"])
+def test_a_schedule_nested_too_deeply_for_the_parser_is_refused_in_one_line(spec):
+    """Python's parser raised MemoryError (50,000 minus signs) or RecursionError (5,000 terms): internal errors.
+    Python 3.10's and 3.13's parsers take 5,000 terms (3.11's and 3.12's 2,000), which then failed at the first
+    step with the whole lambda in the message: refused as it is read, on every version."""
     with pytest.raises(gradc.GradcError, match=f"schedule of {len(spec)} characters: its expression is nested too"):
         schedules.parse(spec)
+
+
+def test_a_long_lambda_within_the_nesting_bound_runs():
+    schedule = schedules.parse(f"LambdaDecay(0.1, lambda e: {'+'.join(['e'] * 300)})")
+    assert schedules.rate_at(schedule, 2) == pytest.approx(0.1 * 600)
 
 
 def test_multiplicative_decay_steps_on_from_its_latest_rate():

@@ -18,7 +18,7 @@ from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
 from .schedule_base import Schedule, rate_at
 from .schedules_cyclic import CosineAnnealingWarmRestarts, CyclicLR, LinearLR, OneCycleLR
-from .schedules_lambda import EpochFunction, LambdaDecay, MultiplicativeDecay
+from .schedules_lambda import EpochFunction, LambdaDecay, MultiplicativeDecay, too_deep
 from .schedules_plateau import ReduceOnPlateau
 
 
@@ -219,6 +219,8 @@ def parse(spec: str) -> Schedule:
     scheduler among them)."""
     try:
         tree = ast.parse(spec.strip(), mode="eval").body
+        if too_deep(tree):   # Python 3.10's and 3.13's parsers take what 3.11's refuse: one answer on each
+            raise RecursionError
         if isinstance(tree, ast.Call):
             return _call(tree, spec.strip())
         bare = _class_name(tree) if isinstance(tree, (ast.Name, ast.Attribute)) else None

@@ -22,6 +22,18 @@ FUNCTIONS = {"min": min, "max": max, "abs": abs, "int": int, "float": float,
              **{f"math.{name}": getattr(math, name) for name in ("cos", "sin", "exp", "log", "sqrt", "floor", "ceil",
                                                                 "pow", "tanh")}}
 CONSTANTS = {"math.pi": math.pi, "math.e": math.e}
+MAX_NESTING = 400   # levels of a spec's syntax tree: EpochFunction recurses once a level, within Python's 1000
+
+
+def too_deep(tree: ast.AST) -> bool:
+    """Whether ``tree`` nests more than MAX_NESTING levels (walked without recursion)."""
+    todo = [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > MAX_NESTING:
+            return True
+        todo += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return False
 
 
 class EpochFunction:

@@ -68,9 +68,11 @@ def _parsed(handle, names: list[str], program: Program, where: str) -> _Columns 
     try:
         with warnings.catch_warnings():   # a file of a header alone: its error is the reading cell by cell's
             warnings.simplefilter("ignore", UserWarning)
+            # numpy before 2.3 reads '1.5', 'nan' or 2**64 into an int64 column as 1 or -2**63, with this warning
+            warnings.simplefilter("error", DeprecationWarning)
             table = np.loadtxt(handle, delimiter=",", comments=None, ndmin=1,
                                dtype=np.dtype([(str(i), kind) for i, kind in enumerate(kinds)]))
-    except (ValueError, OverflowError, UnicodeDecodeError):
+    except (ValueError, OverflowError, UnicodeDecodeError, DeprecationWarning):
         return None
     return _Columns(table, names, where) if len(table) else None
 
