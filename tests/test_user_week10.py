@@ -28,8 +28,9 @@ def test_bare_gradc_prints_the_help_as_written_each_command_on_its_line():
 
 def test_a_usage_error_points_at_the_help_of_the_command_it_is_in():
     assert gradc_cli("compile").stderr == "gradc: error: Missing argument 'PROGRAM'. (see gradc compile --help)\n"
-    assert gradc_cli("train", "t.pb", "--frobnicate").stderr == (
-        "gradc: error: No such option '--frobnicate'. (see gradc train --help)\n")
+    assert gradc_cli("train", "t.pb", "--frobnicate").stderr in (   # click 8.4's wording, and 8.2's and 8.3's
+        "gradc: error: No such option '--frobnicate'. (see gradc train --help)\n",
+        "gradc: error: No such option: --frobnicate (see gradc train --help)\n")
     misspelt = gradc_cli("complie", "x.pb")
     assert misspelt.returncode == 2 and misspelt.stderr == (
         "gradc: error: No such command 'complie'. Did you mean 'compile'? (see gradc --help)\n")
