@@ -30,13 +30,13 @@ test: venv
 
 # the registry walk again, comparing every element of every gradient with central differences (make test compares
 # each along three random directions, a sixth of the runs); CI runs both
+gradcheck: venv
+	GRADC_GRADCHECK=every-element PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 tests/test_gradcheck_registry.py
+
 # the suite under Pythons 3.10, 3.12 and 3.13 (venvs in build/compat/), and under 3.10 with every runtime dependency
 # at pyproject's floor: about 25 minutes (docs/tools.md, "Python and dependency versions")
 compat: venv
 	$(BIN)/python tools/compat.py --python 3.10 --python 3.12 --python 3.13 --oldest 3.10
-
-gradcheck: venv
-	GRADC_GRADCHECK=every-element PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 tests/test_gradcheck_registry.py
 
 demo: base
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb

@@ -16,6 +16,8 @@ from .ir import EMPTY_VAR, GRAD_SUFFIX, Block, Program, VarType
 
 def _sub_blocks(program: Program, block: Block) -> Iterator[tuple[int, int]]:
     """(op index, block index) of each block an op of ``block`` runs; indices outside the program skipped."""
+    if len(program.blocks) == 1:   # most programs: no other block to run, no attribute to read
+        return
     for idx, op in enumerate(block.ops):
         for _, sub in op.block_refs():
             if 0 < sub < len(program.blocks):
@@ -25,8 +27,6 @@ def _sub_blocks(program: Program, block: Block) -> Iterator[tuple[int, int]]:
 def unreachable_block_problems(program: Program) -> Iterator[str]:
     """A block that no op of a reachable block runs (block 0 runs by itself) is dead weight or a broken link; but not
     one whose every op is also an op of a block that runs (Paddle's leftovers)."""
-    if len(program.blocks) == 1:   # block 0 alone, which runs: no op's block attributes to walk
-        return
     reached, todo = {0}, [0]
     while todo:
         for _, sub in _sub_blocks(program, program.blocks[todo.pop()]):
@@ -104,7 +104,6 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
     forward = block.forward_block_idx
     if forward is not None and 0 <= forward < len(program.blocks):
         defined |= _written_in_tree(program, forward)
-    nested = len(program.blocks) > 1   # one block (most programs): no op runs another, none asked
     for idx, op in enumerate(block.ops):
         reads = (("slot", op.inputs), ("attribute", op.attr_reads())) if op.var_attrs else (("slot", op.inputs),)
         for kind, slots in reads:
@@ -118,7 +117,7 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
                         yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' ({kind} {key}) before "
                                f"any op writes it, and it is neither persistable nor fed{later}")
                     defined.add(name)   # one report per name
-        for sub in program.blocks_run_by(op) if nested else ():
+        for sub in program.blocks_run_by(op):
             if sub not in on_path:
                 yield from _walk(program, sub, defined | set(op.input_names()) | set(op.output_names()),
                                  first_writers, on_path | {sub})
@@ -128,7 +127,7 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
 
 def _reads(program: Program, op, seen: set[int]) -> list[str] | set[str]:
     """The names an op reads, with everything the blocks it runs touch (they may read any of them)."""
-    refs = op.block_refs()
+    refs = op.block_refs() if len(program.blocks) > 1 else ()   # most programs: no other block to run
     if not refs:
         return op.input_names()
     names = set(op.input_names())
@@ -143,11 +142,10 @@ def _reads(program: Program, op, seen: set[int]) -> list[str] | set[str]:
 def grad_writer_problems(program: Program) -> Iterator[str]:
     """Each gradient has one final writer: an op that writes a grad var another op wrote before, with no op
     reading it in between (nor itself), throws a contribution away; such writes must be summed."""
-    nested = len(program.blocks) > 1   # one block (most programs): an op reads its inputs alone
     for block in program.blocks:
         unread: dict[str, tuple[int, str]] = {}
         for idx, op in enumerate(block.ops):
-            for name in _reads(program, op, {block.idx}) if nested else op.input_names():
+            for name in _reads(program, op, {block.idx}):
                 unread.pop(name, None)
             for name in op.output_names():
                 if GRAD_SUFFIX not in name or name == EMPTY_VAR:

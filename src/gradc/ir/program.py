@@ -203,6 +203,8 @@ class Program:
         """The blocks ``op`` runs where it stands: those it names (indices outside the program skipped), less a
         backward block whose forward block it names too (a pylayer keeps the user's backward block for its grad
         op, which runs it)."""
+        if len(self.blocks) == 1:   # most programs: no other block to run, no attribute to read
+            return []
         refs = [idx for _, idx in op.block_refs() if 0 < idx < len(self.blocks)]
         return [idx for idx in refs if self.blocks[idx].forward_block_idx not in refs]
 
