@@ -20,9 +20,20 @@ import numpy as np
 
 from .paddle_random import Engine
 
+
+class _Later:
+    """A stream made on its first draw from how it was seeded or restored: gradc train seeds both every step, and
+    most steps draw nothing (seeding Paddle's engine through std::seed_seq takes 1-2 ms of Python, more than a small
+    model's step)."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
 # made on first use: importing numpy.random (25-39 ms CPU) is a tenth of a small `gradc run`, which may draw nothing
-_GENERATOR: list[np.random.Generator | None] = [None]
-_ENGINE: list[Engine | None] = [None]
+_GENERATOR: list[np.random.Generator | _Later | None] = [None]
+_ENGINE: list[Engine | _Later | None] = [None]
 _NAMED: dict[str, Engine] = {}   # the named generators of set_seed_generator
 _THREAD = threading.local()   # a rank's own (generator, engine) slots and named generators while run_ranks runs it
 
@@ -62,6 +73,8 @@ def generator() -> np.random.Generator:
     slot = _slots()[0]
     if slot[0] is None:
         slot[0] = np.random.default_rng()
+    elif type(slot[0]) is _Later:
+        slot[0] = slot[0].make()
     return slot[0]
 
 
@@ -73,15 +86,31 @@ def engine(seed: int | None = None) -> Engine:
     slot = _slots()[1]
     if slot[0] is None:
         slot[0] = Engine.from_seed_sequence([int.from_bytes(os.urandom(4), "little")])
+    elif type(slot[0]) is _Later:
+        slot[0] = slot[0].make()
     return slot[0]
 
 
 def seed(value) -> None:
-    """Seed both: an int (as paddle.seed), a sequence of ints (e.g. [seed, step]), or None for fresh entropy."""
+    """Seed both: an int (as paddle.seed), a sequence of ints (e.g. [seed, step]), or None for fresh entropy. Each
+    stream is made from the seed on its first draw, as it would have been now."""
     generators, engines = _slots()
-    generators[0] = np.random.default_rng(value)
-    engines[0] = None if value is None else Engine.from_seed_sequence(
-        [value] if isinstance(value, (int, np.integer)) else list(value))
+    if value is None:
+        generators[0] = engines[0] = None
+        return
+    values = _seed_words(value)
+    generators[0] = _Later(lambda: np.random.default_rng(values))
+    engines[0] = _Later(lambda: Engine.from_seed_sequence(values))
+
+
+def _seed_words(value) -> list:
+    """``value`` as the list of words both streams are seeded with; refused here, where it is given, what numpy's
+    seeding would refuse at the first draw."""
+    words = [value] if isinstance(value, (int, np.integer)) else list(value) \
+        if isinstance(value, (list, tuple, np.ndarray)) else None
+    if words is None or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) and w >= 0 for w in words):
+        raise ValueError(f"a seed is a non-negative int or a sequence of them, not {value!r}")
+    return words
 
 
 def snapshot() -> dict:
@@ -90,11 +119,23 @@ def snapshot() -> dict:
 
 
 def restore(state: dict) -> None:
-    """Continue both streams from ``snapshot()``'s state."""
+    """Continue both streams from ``snapshot()``'s state (a checkpoint's: made now, so that a bad one is refused as it
+    is resumed)."""
+    _restore_later(state)
+    engine(), generator()
+
+
+def _restore_later(state: dict) -> None:
+    """Continue both streams from ``snapshot()``'s state, each made on its first draw."""
     generators, engines = _slots()
-    engines[0] = Engine.restored(state["engine"])
-    generators[0] = np.random.default_rng()
-    generators[0].bit_generator.state = state["generator"]
+    engines[0] = _Later(lambda: Engine.restored(state["engine"]))
+    generators[0] = _Later(lambda: _generator_at(state["generator"]))
+
+
+def _generator_at(state: dict) -> np.random.Generator:
+    made = np.random.default_rng()
+    made.bit_generator.state = state
+    return made
 
 
 def same_draws(run):
@@ -104,6 +145,6 @@ def same_draws(run):
     start = snapshot()
 
     def replayed(*args, **kwargs):
-        restore(start)
+        _restore_later(start)
         return run(*args, **kwargs)
     return replayed
