@@ -18,6 +18,7 @@ from .central_differences import kinks, numeric_grad, settled
 from .cut_paths import cut_at, detached, reattached
 from .errors import GradcError
 from .executor import Executor, Scope
+from .executor.declared import check_scope_values
 from .executor.randomness import same_draws
 from .executor.selected_rows import as_dense
 from .float64_copies import float64_copy
@@ -85,11 +86,19 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
                              f"Python), initialise them with --startup, or feed them")
     run = same_draws(Executor().run)   # a random op (a VAE's noise, dropout) draws the same values at every run
+    checked = _checked_as_they_are(train, param_values)
+    written = {name for each in (program, train) for block in each.blocks for op in block.ops
+               for name in op.output_names()}
 
-    def scope() -> Scope:
+    def scope() -> Scope:   # the values are the arrays perturbed in place: a run reads them, copies only to write
         s = Scope()
         for name, value in param_values.items():
-            s[name] = value.copy()
+            if name in written:   # a run's own copy (batch norm's running statistics)
+                s[name] = value.copy()
+            elif name in checked:
+                s.vars[name] = value
+            else:   # converted (bfloat16) or not read by the backward's program: checked by a run that reads it
+                s[name] = value
         return s
 
     # an intermediate var checked (--wrt an activation) is fed, perturbed, to the program without the ops writing it
@@ -154,6 +163,16 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         checks.append(VarCheck(name, len(indices), value.size, error, mismatch, kinks=at_kinks,
                                no_path_to_loss=name in unreached, stationary=stationary))
     return analytic, checks
+
+
+def _checked_as_they_are(program: Program, values: Mapping[str, np.ndarray]) -> set[str]:
+    """The names of ``values`` that fit their declarations in ``program`` as they are (checked once here, as each run
+    would check them: a value refused raises); not those it does not read, nor those a run would convert."""
+    checked = Scope()
+    for name, value in values.items():
+        checked[name] = value
+    check_scope_values(program.global_block, checked)
+    return {name for name, value in values.items() if name not in checked.unchecked and checked.vars[name] is value}
 
 
 def _with_backward(program: Program, compiled: Program | None, loss) -> tuple[Program, Callable, list[str]]:
