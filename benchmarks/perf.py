@@ -253,6 +253,11 @@ def step_rows(each, gradcs, paddle, why_no_paddle, table, mlp, folder, rounds) -
               f"pair): gradc / hand-written numpy of the same math",
               {name: f"{median(a['ratio'] for a in runs):.2f} ({1e3 * median(a['seconds'] for a in runs):.2f} / "
                      f"{1e3 * median(a['numpy'] for a in runs):.2f} ms)" for name, runs in answers.items()}, "<= 1.15")
+    answers = each(lambda w: w.ask("trainer_step", **{**mlp_steps, "steps": PAIRED_STEPS}))
+    table.row(f"training step N=100 (in turns, {PAIRED_STEPS} pairs a round): gradc.training's step (gradc train's "
+              f"loop) / the executor's run of it",
+              {name: f"{median(a['ratio'] for a in runs):.2f} ({1e3 * median(a['seconds'] for a in runs):.2f} / "
+                     f"{1e3 * median(a['executor'] for a in runs):.2f} ms)" for name, runs in answers.items()}, "-")
 
 
 def machine(paddle_version: str | None) -> str:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -203,6 +204,25 @@ def step_against_numpy(path: str, feed: str, params: str | None = None, startup:
             "numpy_loss": float(theirs[0])}
 
 
+def trainer_step(path: str, feed: str, params: str | None = None, startup: str | None = None,
+                 steps: int = 1) -> dict:
+    """A step of gradc.training's loop (what `gradc train` runs: the streams seeded per step, the scalars kept) and
+    the executor's run of the same program, in turns, ``steps`` of each: the median of the pairs' ratios."""
+    from gradc.training.trainer import Trainer
+    program, pairs, scope = cached(("step", path), lambda: _trained(path, params, startup))
+    loss, executor, values = _loss(program), cached(("executor", path), gradc.Executor), _feed(feed)
+    with warnings.catch_warnings():   # "no op updates its parameters": the loop's cost is the question, not SGD's
+        warnings.simplefilter("ignore")
+        trainer = cached(("trainer", path), lambda: Trainer(program, (), scope, fetch=[loss], seed=0))
+    cached(("warm trainer", path), lambda: [(trainer.train_step(values), executor.run(program, values, [loss], scope))
+                                            for _ in range(WARM_RUNS)])
+    timed = [(clock(lambda: trainer.train_step(values))[0], clock(lambda: executor.run(program, values, [loss],
+                                                                                        scope))[0])
+             for _ in range(steps)]
+    return {"ratio": statistics.median(t / e for t, e in timed), "seconds": statistics.median(t for t, _ in timed),
+            "executor": statistics.median(e for _, e in timed)}
+
+
 def scale_overhead(count: int) -> dict:
     program = cached(("scale", count), lambda: scale_chain(count))
     x = np.ones([1], np.float32)
@@ -249,6 +269,7 @@ def memory(path: str, feed: str, params: str | None = None, startup: str | None 
 
 ROWS = {"write_mlp": write_mlp, "backward": backward, "pipeline": pipeline, "compile_memory": compile_memory,
         "cli_compile": cli_compile, "step": step, "step_against_numpy": step_against_numpy, "scale": scale_overhead,
+        "trainer_step": trainer_step,
         "memory": memory}
 
 
