@@ -124,27 +124,38 @@ def distribution_dtype(dtype) -> np.dtype:
 
 def _seed_sequence(values: list[int], count: int) -> list[int]:
     """std::seed_seq::generate: ``count`` 32-bit words mixed from ``values`` (the standard's algorithm)."""
-    mask, size = 2 ** 32 - 1, len(values)
+    mask, size = 0xFFFFFFFF, len(values)
     out = [0x8B8B8B8B] * count
+    rounds = max(size + 1, count)
+    first, second = _mixing_positions(count, rounds)
+    added = [size, *(k % count + values[k - 1] for k in range(1, size + 1))]   # the values' rounds add them
+    for k, (i, ip, im, iq) in enumerate(first):
+        mixed = out[i] ^ out[ip] ^ out[im]
+        r1 = 1664525 * (mixed ^ (mixed >> 27)) & mask
+        r2 = (r1 + (added[k] if k <= size else i)) & mask
+        out[ip] = (out[ip] + r1) & mask
+        out[iq] = (out[iq] + r2) & mask
+        out[i] = r2
+    for i, ip, im, iq in second:
+        mixed = (out[i] + out[ip] + out[im]) & mask
+        r3 = 1566083941 * (mixed ^ (mixed >> 27)) & mask
+        r4 = (r3 - i) & mask
+        out[ip] ^= r3
+        out[iq] ^= r4
+        out[i] = r4
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _mixing_positions(count: int, rounds: int) -> tuple[list, list]:
+    """Each round's k, k + p, k - 1 and k + q modulo ``count`` in the two passes of seed_seq::generate: worked out
+    once, not four modulos a round (the seeding's Python loop runs at half the cost; gradc train seeds every step)."""
     gap = 11 if count >= 623 else 7 if count >= 68 else 5 if count >= 39 else 3 if count >= 7 else (count - 1) // 2
     p = (count - gap) // 2
     q = p + gap
-    rounds = max(size + 1, count)
-    for k in range(rounds):
-        mixed = out[k % count] ^ out[(k + p) % count] ^ out[(k - 1) % count]
-        r1 = 1664525 * (mixed ^ (mixed >> 27)) & mask
-        r2 = (r1 + (size if k == 0 else k % count + values[k - 1] if k <= size else k % count)) & mask
-        out[(k + p) % count] = (out[(k + p) % count] + r1) & mask
-        out[(k + q) % count] = (out[(k + q) % count] + r2) & mask
-        out[k % count] = r2
-    for k in range(rounds, rounds + count):
-        mixed = (out[k % count] + out[(k + p) % count] + out[(k - 1) % count]) & mask
-        r3 = 1566083941 * (mixed ^ (mixed >> 27)) & mask
-        r4 = (r3 - k % count) & mask
-        out[(k + p) % count] ^= r3
-        out[(k + q) % count] ^= r4
-        out[k % count] = r4
-    return out
+    def positions(ks):
+        return [(k % count, (k + p) % count, (k - 1) % count, (k + q) % count) for k in ks]
+    return positions(range(rounds)), positions(range(rounds, rounds + count))
 
 
 def canonical(engine: Engine, count: int, dtype=np.float32) -> np.ndarray:
