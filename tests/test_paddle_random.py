@@ -91,6 +91,15 @@ def test_draws_split_across_calls_are_the_draws_of_one_call():
     np.testing.assert_array_equal(pieces, whole)
 
 
+def test_a_draw_past_the_blocks_made_at_once_is_the_draws_of_its_pieces():
+    count = 2 * 64 * 312 + 17   # a large draw makes 64 blocks at a time (paddle_random._RUN_BLOCKS)
+    whole = paddle_random.Engine(3).words(count)
+    engine = paddle_random.Engine(3)
+    pieces = np.concatenate([engine.words(n) for n in (100, 312 * 64, 5, 312 * 64 - 88)])
+    np.testing.assert_array_equal(pieces, whole)
+    assert engine.snapshot()[312:] == [17, 1]   # the last block's 17 words used: the next draw continues it
+
+
 def test_gradc_run_with_paddles_seed_writes_paddles_initial_weights(tmp_path):
     out = tmp_path / "weights.npz"
     result = gradc_cli("run", DATA / "legacy" / "startup.pb", "--seed", "42", "--fetch", "linear_0.w_0", "--out", out)
