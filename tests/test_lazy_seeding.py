@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import gradc
 from gradc.executor import Scope, paddle_random, randomness
 from gradc.training.trainer import STEP, Trainer
 
@@ -43,7 +44,9 @@ def test_training_steps_that_draw_nothing_seed_no_engine(seedings):
     scope = Scope()
     for name, value in np.load(MLP / "params.npz").items():
         scope[name] = value
-    trainer = Trainer(MLP / "train_adam.pb", MLP / "train_adam.startup.pb", scope, fetch=["mean_0.tmp_0"], seed=0)
+    program = gradc.load(MLP / "forward.pb")
+    startup = gradc.minimize(program, "mean_0.tmp_0", "adam", lr=0.01)
+    trainer = Trainer(program, startup, scope, fetch=["mean_0.tmp_0"], seed=0)
     feed = dict(np.load(MLP / "feed.npz"))
     losses = [trainer.train_step(feed)[0] for _ in range(3)]
     assert seedings == [] and losses[2] < losses[0]
