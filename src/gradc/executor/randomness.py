@@ -104,12 +104,14 @@ def seed(value) -> None:
 
 
 def _seed_words(value) -> list:
-    """``value`` as the list of words both streams are seeded with; refused here, where it is given, what numpy's
-    seeding would refuse at the first draw."""
+    """``value`` as the list of words both streams are seeded with; refused here, where it is given, as numpy's
+    seeding would refuse it at the first draw."""
     words = [value] if isinstance(value, (int, np.integer)) else list(value) \
         if isinstance(value, (list, tuple, np.ndarray)) else None
-    if words is None or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) and w >= 0 for w in words):
-        raise ValueError(f"a seed is a non-negative int or a sequence of them, not {value!r}")
+    if words is None or not all(isinstance(word, (int, np.integer)) for word in words):
+        raise TypeError(f"a seed is an int or a sequence of ints, not {value!r}")
+    if any(word < 0 for word in words):
+        raise ValueError(f"a seed is non-negative, not {value!r}")
     return words
 
 
