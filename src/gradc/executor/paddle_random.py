@@ -40,7 +40,8 @@ class Engine:
     def from_seed_sequence(cls, values) -> Engine:
         """Seeded through std::seed_seq(values): 624 32-bit words, paired low then high into the state."""
         words = _seed_sequence([int(v) % 2 ** 32 for v in values], 2 * _N)
-        engine = cls._at(np.array([lo | hi << 32 for lo, hi in zip(words[0::2], words[1::2])], dtype=np.uint64))
+        words = np.array(words, dtype=np.uint64)
+        engine = cls._at(words[0::2] | (words[1::2] << np.uint64(32)))
         if not engine._state[0] & _UPPER and not engine._state[1:].any():   # the standard's all-zero guard
             engine._state[0] = np.uint64(1 << 63)
         return engine
