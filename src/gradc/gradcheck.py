@@ -87,13 +87,13 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
                              f"Python), initialise them with --startup, or feed them")
     run = same_draws(Executor().run)   # a random op (a VAE's noise, dropout) draws the same values at every run
     checked = _checked_as_they_are(train, param_values)
-    written = {name for each in (program, train) for block in each.blocks for op in block.ops
-               for name in op.output_names()}
+    run_writes = {name for each in (program, train) for block in each.blocks for op in block.ops
+                  for name in op.output_names()}   # every block, the backward's too: block 0's forward is `written`
 
     def scope() -> Scope:   # the values are the arrays perturbed in place: a run reads them, copies only to write
         s = Scope()
         for name, value in param_values.items():
-            if name in written:   # a run's own copy (batch norm's running statistics)
+            if name in run_writes:   # a run's own copy (batch norm's running statistics)
                 s[name] = value.copy()
             elif name in checked:
                 s.vars[name] = value

@@ -71,7 +71,7 @@ class Engine:
             out[done:done + taken] = made[:taken]
             done += taken
             if taken < len(made):   # the last block, partly used: the next draws continue it
-                self._block, self._used = made[-_N:].copy(), taken - len(made) + _N
+                self._block, self._used = made[-_N:].copy(), taken - (len(made) - _N)
         return out
 
     def pending(self) -> np.ndarray:
